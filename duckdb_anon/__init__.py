@@ -1,0 +1,13 @@
+"""duckdb-anon: k-anonymity and friends, computed inside DuckDB from SQL.
+
+Everything that runs in the database is a SQL macro in the package's ``sql/*.sql`` files; this package
+only installs them (:func:`install`) and offers conveniences around them (:func:`connect`, the CLI, the
+shipped Adult data). Once installed into a database file, the macros work from any DuckDB connection that
+opens the file, with or without this package.
+"""
+from duckdb_anon._install import connect, install, installed_version, sql_files
+from duckdb_anon.datasets import load_adult
+
+__version__ = "0.1.0"
+
+__all__ = ["connect", "install", "installed_version", "load_adult", "sql_files", "__version__"]

@@ -1,0 +1,49 @@
+"""Install the SQL macros into a DuckDB connection.
+
+The macros are persistent (not TEMP): dbt and other tools talk through cursors, which do not see TEMP
+macros, and persistent macros stay in a database file for plain DuckDB clients. Every statement is
+``CREATE OR REPLACE``, so installing twice, or over an older version, upgrades in place.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+
+def sql_files() -> list[Path]:
+    """The SQL files to run, in order (their names sort in dependency order)."""
+    packaged = resources.files("duckdb_anon") / "sql"
+    folder = Path(str(packaged))
+    if not folder.is_dir():  # a source checkout: the files live at the repository's top level
+        folder = Path(__file__).resolve().parent.parent / "sql"
+    files = sorted(folder.glob("*.sql"))
+    if not files:
+        raise FileNotFoundError(f"duckdb_anon: no SQL files found in {folder}")
+    return files
+
+
+def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create or replace every duckdb-anon macro in the connection's current database; returns `con`."""
+    from duckdb_anon import __version__
+
+    for path in sql_files():
+        con.execute(path.read_text(encoding="utf-8"))
+    # The version is itself a macro, so a plain client can tell what a database file holds.
+    con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
+    return con
+
+
+def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The duckdb-anon version installed in the connection's database, or None."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckdb_anon_version'"
+    ).fetchone()[0]
+    return con.execute("SELECT duckdb_anon_version()").fetchone()[0] if found else None
+
+
+def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection (``duckdb.connect(database, config=config)``) with duckdb-anon installed."""
+    con = duckdb.connect(database, config=config) if config else duckdb.connect(database)
+    return install(con)

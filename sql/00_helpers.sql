@@ -1,0 +1,41 @@
+-- Helpers shared by every duckdb-anon macro. Pure SQL: they work from any DuckDB connection that opens a
+-- database file where duckdb_anon.install() once ran, with or without the Python package.
+
+-- Is a value's type ordered by magnitude (ranges make sense) rather than by category?
+-- DATE and TIMESTAMP count as numeric: their width is a duration.
+CREATE OR REPLACE MACRO anon_is_numeric(x) AS
+    regexp_matches(typeof(x),
+        '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*|DATE|TIMESTAMP.*)$');
+
+CREATE OR REPLACE MACRO anon_is_temporal(x) AS regexp_matches(typeof(x), '^(DATE|TIMESTAMP.*)$');
+
+-- A DOUBLE that orders numeric and temporal values (microseconds since the epoch for dates and times).
+-- try_cast binds for every type, so one expression serves a COLUMNS() list of mixed types.
+CREATE OR REPLACE MACRO anon_numeric_key(x) AS
+    CASE WHEN anon_is_temporal(x) THEN epoch_us(try_cast(x AS TIMESTAMP))::DOUBLE
+         ELSE try_cast(x AS DOUBLE) END;
+
+-- A SQL string literal that cannot escape its quotes (DuckDB strings have no backslash escapes).
+CREATE OR REPLACE MACRO anon_sql_literal(s) AS '''' || replace(s::VARCHAR, '''', '''''') || '''';
+
+CREATE OR REPLACE MACRO anon_sql_list(items) AS
+    '[' || array_to_string(list_transform(items, lambda s: anon_sql_literal(s)), ', ') || ']';
+
+-- Raise a clear error naming the function and the argument at fault when `bad` is true.
+CREATE OR REPLACE MACRO anon_check(bad, fn, arg, msg) AS
+    CASE WHEN bad THEN error(fn || '(): argument ''' || arg || ''' ' || msg) ELSE true END;
+
+-- Text label of one class's values of one QI, from its aggregates: lo/hi (by value for numbers),
+-- `vals` = the distinct values in the QI's order (categories), `nulls` = whether NULL occurs.
+-- Numbers: "lo-hi" (or the value); dates and times: "lo/hi" (ISO 8601 interval); categories: the set of
+-- values present, as "{a,b}". NULL is a value of its own: a class holding NULL beside other values shows
+-- ",NULL" after them, so every member of a class still reads the same text.
+CREATE OR REPLACE MACRO anon_label_text(lo, hi, vals, nulls, numeric, temporal) AS
+    CASE WHEN numeric THEN
+             CASE WHEN lo IS NULL THEN NULL
+                  ELSE CASE WHEN lo = hi THEN lo::VARCHAR
+                            ELSE lo::VARCHAR || CASE WHEN temporal THEN '/' ELSE '-' END || hi::VARCHAR END
+                       || CASE WHEN nulls THEN ',NULL' ELSE '' END END
+         WHEN len(vals) = 1 THEN vals[1]::VARCHAR
+         ELSE '{' || array_to_string(list_transform(vals, lambda v: coalesce(v::VARCHAR, 'NULL')), ',') || '}'
+    END;

@@ -1,0 +1,242 @@
+-- Mondrian multidimensional k-anonymity (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), in SQL.
+--
+-- Layout of the computation:
+--   anon_numbered   every source row with its scan position (1-based): the row identity.
+--   anon_cells      rows with identical QI values collapse into one weighted "cell". Strict Mondrian never
+--                   separates identical rows, so partitioning cells is exact and far cheaper (Adult: 30,162
+--                   rows -> 18,109 cells; a 10M-row sample of it -> about 100k cells). Each cell gets one
+--                   DOUBLE order key per QI: the value for numbers and dates, the category's rank otherwise.
+--   anon_partition  the level-synchronous recursion: every iteration splits every splittable partition once.
+--                   A partition is named by its offset in a virtual ordering of the rows (left child keeps
+--                   the parent's offset, right child = offset + rows going left), so names never collide.
+--   anon_classes    class id per (cell, piece); relaxed mode may cut a cell into pieces to share ties.
+--   mondrian*       the user-facing table macros.
+
+CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
+    SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);
+
+CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order) AS TABLE
+WITH grouped AS (
+    SELECT COLUMNS(qis), count(*) AS __anon_n, min(__anon_row) AS __anon_cell
+    FROM anon_numbered(table_name) GROUP BY ALL),
+ordered AS (  -- an order key per QI before ranking: the value, or the category's first row / value rank
+    SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key,
+        {'v': COLUMNS(qis),
+         'f': CASE WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
+                   WHEN categorical_order = 'value' THEN dense_rank() OVER (ORDER BY COLUMNS(qis) NULLS LAST)
+                   ELSE min(__anon_cell) OVER (PARTITION BY COLUMNS(qis)) END}
+    FROM grouped),
+ranked AS (
+    SELECT __anon_cell, __anon_n, __anon_key,
+        {'v': struct_extract(COLUMNS(qis), 'v'),
+         'k': CASE WHEN anon_is_numeric(struct_extract(COLUMNS(qis), 'v')) THEN struct_extract(COLUMNS(qis), 'f')
+                   ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END}
+    FROM ordered)
+-- NULL in a numeric QI sorts after every value, one table-range beyond the largest.
+SELECT __anon_cell, __anon_n, __anon_key,
+    {'v': struct_extract(COLUMNS(qis), 'v'),
+     'k': coalesce(struct_extract(COLUMNS(qis), 'k'),
+                   max(struct_extract(COLUMNS(qis), 'k')) OVER ()
+                   + greatest(max(struct_extract(COLUMNS(qis), 'k')) OVER ()
+                              - min(struct_extract(COLUMNS(qis), 'k')) OVER (), 1),
+                   0)}
+FROM ranked;
+
+-- Partition the cells. Returns (cell, off, n, part, __anon_key, <one {'v', 'k'} column per QI>): rows
+-- off .. off+n-1 (in row order) of cell `cell` belong to partition `part`. `rule` picks the split dimension: 'actual' = widest normalised range of the
+-- partition's own values; 'inherited' = widest range of the region the partition was cut from, as the
+-- public C and Python implementations do (they reach the published NCP figures).
+CREATE OR REPLACE MACRO anon_partition(table_name, qis, k, mode, categorical_order, rule) AS TABLE
+WITH RECURSIVE
+cells AS MATERIALIZED (SELECT * FROM anon_cells(table_name, qis, categorical_order)),
+keyed AS MATERIALIZED (
+    SELECT __anon_cell AS cell, __anon_n AS n, [*COLUMNS(qis)] AS keys
+    FROM (SELECT __anon_cell, __anon_n, struct_extract(COLUMNS(qis), 'k') FROM cells)),
+span AS MATERIALIZED (  -- the whole table's range per QI: normaliser and root region
+    SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
+           list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv
+    FROM (SELECT d, min(key) AS lo, max(key) AS hi
+          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d)),
+parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
+    SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, keys,
+           CASE WHEN rule = 'inherited' THEN span.root_lo END::DOUBLE[],
+           CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[]
+    FROM keyed, span
+    UNION ALL
+    (WITH
+    freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
+        SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d
+        FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM parts)
+        GROUP BY part, d, key),
+    medians AS (  -- per (partition, QI): range, and the median: the key where the running count reaches n//2
+        SELECT part, d, any_value(n) AS n, min(key) AS lo, max(key) AS hi,
+               any_value(blo_d) AS blo_d, any_value(bhi_d) AS bhi_d,
+               arg_min({'split': key, 'cum': cum, 'cnt': cnt, 'nxt': nxt}, key) FILTER (WHERE cum >= n // 2) AS m
+        FROM (SELECT *, sum(cnt) OVER (PARTITION BY part, d ORDER BY key) AS cum,
+                        sum(cnt) OVER (PARTITION BY part, d) AS n,
+                        lead(key) OVER (PARTITION BY part, d ORDER BY key) AS nxt
+              FROM freq)
+        GROUP BY part, d),
+    candidates AS (
+        SELECT part, d, lo, hi, m.split, m.nxt, m.cum - m.cnt AS below,
+               CASE WHEN mode = 'strict' THEN m.cum ELSE n // 2 END AS go_left,
+               m.cum > n // 2 AS ties_stay_right,
+               CASE WHEN mode = 'strict' THEN m.cum >= k AND n - m.cum >= k ELSE n // 2 >= k AND hi > lo END AS valid,
+               CASE WHEN rule = 'inherited' THEN bhi_d - blo_d ELSE hi - lo END * span.inv[d + 1] AS width
+        FROM medians, span),
+    decisions AS (  -- one per splittable partition: the widest valid QI, ties to the earliest
+        SELECT part,
+               arg_max(d, [valid::INT, width, -d]) AS dim,
+               arg_max(split, [valid::INT, width, -d]) AS split,
+               arg_max(nxt, [valid::INT, width, -d]) AS nxt,
+               arg_max(go_left, [valid::INT, width, -d])::BIGINT AS go_left,
+               arg_max(below, [valid::INT, width, -d])::BIGINT AS below,
+               arg_max(ties_stay_right, [valid::INT, width, -d]) AS ties_stay_right,
+               arg_max([width, -d], [valid::INT, width, -d]) AS chosen,
+               list([width, -d] ORDER BY d) AS widths,
+               list(lo ORDER BY d) AS los, list(hi ORDER BY d) AS his
+        FROM candidates GROUP BY part HAVING bool_or(valid)),
+    placed AS (
+        SELECT w.*, dec.* EXCLUDE (part), w.keys[dec.dim + 1] AS v FROM parts w JOIN decisions dec USING (part)),
+    tied AS (  -- relaxed mode only: tied rows before each tie cell, taken in QI-vector order (similar rows
+               -- stay together), then row order
+        SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY keys, cell, off
+                                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+        FROM placed WHERE mode = 'relaxed' AND v = split),
+    shares AS (  -- rows of each cell that go left: all, none, or a tie cell's share of the ties
+        SELECT p.*, CASE WHEN v < split OR (mode = 'strict' AND v = split) THEN n
+                         WHEN v > split THEN 0
+                         ELSE least(greatest(go_left - below - t.before, 0), n) END AS lefts
+        FROM placed p LEFT JOIN tied t USING (cell, off))
+    SELECT cell, off + piece.skip, piece.n,
+           CASE WHEN piece.side = 0 THEN part ELSE part + go_left END,
+           keys,
+           CASE WHEN rule = 'inherited' THEN list_transform(range(len(keys)), lambda i:
+               CASE WHEN i = dim AND piece.side = 0 THEN los[i + 1]
+                    WHEN i = dim THEN CASE WHEN mode = 'relaxed' AND ties_stay_right THEN split ELSE coalesce(nxt, split) END
+                    WHEN widths[i + 1] >= chosen THEN los[i + 1]  -- QIs examined before the chosen one
+                    ELSE blo[i + 1] END) END,
+           CASE WHEN rule = 'inherited' THEN list_transform(range(len(keys)), lambda i:
+               CASE WHEN i = dim AND piece.side = 0 THEN split
+                    WHEN i = dim THEN his[i + 1]
+                    WHEN widths[i + 1] >= chosen THEN his[i + 1]
+                    ELSE bhi[i + 1] END) END
+    FROM shares,
+         unnest([{'side': 0, 'skip': 0::BIGINT, 'n': lefts::BIGINT},
+                 {'side': 1, 'skip': lefts::BIGINT, 'n': (n - lefts)::BIGINT}]) AS t(piece)
+    WHERE piece.n > 0)
+)
+SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
+FROM parts p JOIN cells c ON c.__anon_cell = p.cell;
+
+-- Argument checks shared by the mondrian macros: one row, `ok`, that raises a clear error when an argument
+-- is wrong. Callers filter on it so it is always evaluated.
+CREATE OR REPLACE MACRO anon_mondrian_checks(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
+SELECT anon_check(NOT typeof(qis) LIKE '%[]', fn, 'qis', 'must be a list of column names, e.g. [''age'', ''zip'']')
+   AND anon_check(len(qis) = 0, fn, 'qis', 'must name at least one column')
+   AND anon_check(len(list_distinct(qis)) < len(qis), fn, 'qis', 'lists a column twice')
+   AND anon_check(NOT regexp_matches(typeof(k), '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT)$'),
+                  fn, 'k', 'must be an integer, got ' || k::VARCHAR)
+   AND anon_check(k < 1, fn, 'k', 'must be at least 1, got ' || k::VARCHAR)
+   AND anon_check(mode NOT IN ('strict', 'relaxed'), fn, 'mode', 'must be ''strict'' or ''relaxed'', got ''' || mode || '''')
+   AND anon_check(categorical_order NOT IN ('appearance', 'value'), fn, 'categorical_order',
+                  'must be ''appearance'' or ''value'', got ''' || categorical_order || '''')
+   AND anon_check(rule NOT IN ('actual', 'inherited'), fn, 'split_rule',
+                  'must be ''actual'' or ''inherited'', got ''' || rule || '''')
+   AND anon_check(k > (SELECT count(*) FROM query_table(table_name)) AND (SELECT count(*) FROM query_table(table_name)) > 0,
+                  fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
+                      || (SELECT count(*) FROM query_table(table_name))::VARCHAR || ' rows') AS ok;
+
+
+-- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
+-- __anon_class, __anon_size, and each QI replaced by its class's label
+-- STRUCT(lo, hi, mean, vals, nulls, numeric, temporal): mean for plain numbers only, vals (the distinct
+-- values in the QI's order) for categories only.
+CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
+WITH
+pieces AS MATERIALIZED (
+    SELECT p.* EXCLUDE (part),
+           dense_rank() OVER (ORDER BY part) AS class_id,
+           sum(n) OVER (PARTITION BY part) AS class_size,
+           count(*) OVER (PARTITION BY cell) > 1 AS cut
+    FROM anon_partition(table_name, qis, k, mode, categorical_order, rule) p,
+         anon_mondrian_checks(fn, table_name, qis, k, mode, categorical_order, rule) checks
+    WHERE checks.ok),
+labels AS (
+    SELECT class_id AS __anon_class, any_value(class_size) AS __anon_size,
+        {'lo': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
+                    THEN min(struct_extract(COLUMNS(qis), 'v'))
+                    ELSE arg_min(struct_extract(COLUMNS(qis), 'v'), struct_extract(COLUMNS(qis), 'k')) END,
+         'hi': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
+                    THEN max(struct_extract(COLUMNS(qis), 'v'))
+                    ELSE arg_max(struct_extract(COLUMNS(qis), 'v'), struct_extract(COLUMNS(qis), 'k')) END,
+         'mean': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
+                       AND NOT anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))
+                      THEN sum(try_cast(struct_extract(COLUMNS(qis), 'v') AS DOUBLE) * n)
+                           / sum(CASE WHEN struct_extract(COLUMNS(qis), 'v') IS NOT NULL THEN n END) END,
+         'vals': CASE WHEN NOT anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
+                      THEN list_transform(list_sort(list(DISTINCT COLUMNS(qis))), lambda e: e.v) END,
+         'nulls': bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
+         'numeric': anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
+         'temporal': anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))}
+    FROM pieces GROUP BY class_id),
+located AS (  -- each row's cell, found by its QI values
+    SELECT r.* EXCLUDE (__anon_key), c.cell AS __anon_cell, c.cut AS __anon_cut
+    FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c)), row(*COLUMNS(qis)) AS __anon_key
+          FROM anon_numbered(table_name)) r
+    JOIN (SELECT DISTINCT cell, cut, __anon_key FROM pieces) c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key),
+classed AS (
+    SELECT l.*, p.class_id AS __anon_class
+    FROM located l JOIN pieces p ON p.cell = l.__anon_cell
+    WHERE NOT l.__anon_cut
+    UNION ALL  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece
+    SELECT l.* EXCLUDE (__anon_rank), p.class_id
+    FROM (SELECT *, row_number() OVER (PARTITION BY __anon_cell ORDER BY __anon_row) - 1 AS __anon_rank
+          FROM located WHERE __anon_cut) l
+    ASOF JOIN pieces p ON p.cell = l.__anon_cell AND l.__anon_rank >= p.off)
+SELECT c.* EXCLUDE (__anon_cell, __anon_cut), lb.*
+FROM classed c JOIN labels lb USING (__anon_class);
+
+-- mondrian(): the release. Every source row and column in the source's order, each QI replaced by its
+-- class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'.
+-- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes the types from the rows.
+CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
+(SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
+UNION ALL BY NAME
+(SELECT COLUMNS(lambda c: NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c)),
+        anon_label_text(struct_extract(COLUMNS(qis), 'lo'), struct_extract(COLUMNS(qis), 'hi'),
+                        struct_extract(COLUMNS(qis), 'vals'), struct_extract(COLUMNS(qis), 'nulls'),
+                        struct_extract(COLUMNS(qis), 'numeric'), struct_extract(COLUMNS(qis), 'temporal'))
+ FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule));
+
+CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
+(SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
+UNION ALL BY NAME
+(SELECT COLUMNS(lambda c: NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c)),
+        struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
+                    mean := struct_extract(COLUMNS(qis), 'mean'))
+ FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule));
+
+-- The two output shapes have different column types, so mondrian() picks one by building a call from
+-- fixed text and escaped literals only (anon_sql_literal): no argument can escape into the SQL.
+CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
+                                 categorical_order := 'appearance', split_rule := 'actual') AS TABLE
+SELECT * FROM query(
+    'SELECT * FROM '
+    || CASE output WHEN 'typed' THEN 'anon_mondrian_typed' WHEN 'text' THEN 'anon_mondrian_text'
+       ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got ''' || output || '''') END
+    || '(' || anon_sql_literal(table_name) || ', ' || anon_sql_list(qis) || ', '
+    || CASE WHEN regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN k::VARCHAR
+            ELSE anon_sql_literal(k) END || ', '
+    || anon_sql_literal(mode) || ', ' || anon_sql_literal(categorical_order) || ', '
+    || anon_sql_literal(split_rule) || ')');
+
+-- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
+-- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
+CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
+                                         split_rule := 'actual') AS TABLE
+SELECT __anon_row AS row_id, __anon_class AS class_id, __anon_size AS class_size,
+       struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
+                   mean := struct_extract(COLUMNS(qis), 'mean'))
+FROM anon_mondrian_labelled('mondrian_classes', table_name, qis, k, mode, categorical_order, split_rule)
+ORDER BY row_id;

@@ -1,0 +1,55 @@
+-- Information-loss measures over any release: a table (ours or another tool's) plus its QI list.
+-- Equivalence classes are the groups of rows with identical (generalized) QI values.
+
+-- One row per equivalence class: its QI values and size.
+CREATE OR REPLACE MACRO equivalence_classes(table_name, qis) AS TABLE
+SELECT COLUMNS(qis), count(*) AS class_size FROM query_table(table_name) GROUP BY ALL ORDER BY ALL;
+
+-- One row: rows, classes, achieved k (smallest class), discernibility metric (sum of squared class sizes),
+-- average class size, and the normalized average class size C_avg = rows / classes / k (k: the requested
+-- k if given, else the achieved one).
+CREATE OR REPLACE MACRO release_measures(table_name, qis, k := NULL) AS TABLE
+SELECT sum(class_size)::BIGINT AS rows,
+       count(*) AS classes,
+       min(class_size) AS achieved_k,
+       sum(class_size * class_size)::HUGEINT AS discernibility,
+       avg(class_size) AS avg_class_size,
+       sum(class_size) / count(*) / coalesce(k, min(class_size)) AS c_avg
+FROM (SELECT count(*) AS class_size
+      FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM query_table(table_name)) GROUP BY __anon_class);
+
+-- Normalized certainty penalty of a release, in percent, with the original table to measure widths:
+-- rows are matched on `id_column` (present in both), classes are the release's groups of identical QI
+-- values, and each class's width on a QI is taken from the ORIGINAL values of its rows:
+-- (max - min) / the whole table's range for numbers and dates; (highest - lowest category code) /
+-- (categories - 1) for categories, coded by first appearance (or by value, categorical_order := 'value').
+-- NCP% = 100 * sum over classes of size * sum of widths / (QIs * rows). GCP is the same as a fraction.
+-- Also returns per_qi: each QI's own NCP%.
+CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categorical_order := 'appearance') AS TABLE
+WITH
+cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order)),
+original AS (
+    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_key FROM query_table(original_table)),
+released AS (
+    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM query_table(release_table)),
+keys AS (  -- each released row: its class and the order keys of its original values
+    SELECT r.__anon_class, c.* EXCLUDE (__anon_cell, __anon_n, __anon_key)
+    FROM released r JOIN original o USING (__anon_id) JOIN cells c ON c.__anon_key IS NOT DISTINCT FROM o.__anon_key),
+spans AS (
+    SELECT max(struct_extract(COLUMNS(qis), 'k')) - min(struct_extract(COLUMNS(qis), 'k')) FROM keys),
+widths AS (  -- per class: size * width on each QI
+    SELECT count(*) * (max(struct_extract(COLUMNS(qis), 'k')) - min(struct_extract(COLUMNS(qis), 'k')))
+    FROM keys GROUP BY __anon_class),
+per_qi AS (
+    SELECT 100.0 * sum(COLUMNS(qis)) / (SELECT count(*) FROM keys) FROM widths),
+normalised AS (  -- divide each QI's total by its span (0 when the QI is constant)
+    SELECT [*COLUMNS(qis)] AS totals FROM per_qi),
+span_list AS (SELECT [*COLUMNS(qis)] AS spans FROM spans)
+SELECT list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
+           / len(qis) AS ncp_percent,
+       list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
+           / len(qis) / 100 AS gcp,
+       map(qis, list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
+           AS per_qi,
+       (SELECT count(*) FROM keys) AS matched_rows
+FROM normalised, span_list;

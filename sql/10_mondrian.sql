@@ -129,24 +129,10 @@ parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
 FROM parts p JOIN cells c ON c.__anon_cell = p.cell;
 
--- Argument checks shared by the mondrian macros: one row, `ok`, that raises a clear error when an argument
--- is wrong. Callers filter on it so it is always evaluated.
-CREATE OR REPLACE MACRO anon_mondrian_checks(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
-SELECT anon_check(NOT typeof(qis) LIKE '%[]', fn, 'qis', 'must be a list of column names, e.g. [''age'', ''zip'']')
-   AND anon_check(len(qis) = 0, fn, 'qis', 'must name at least one column')
-   AND anon_check(len(list_distinct(qis)) < len(qis), fn, 'qis', 'lists a column twice')
-   AND anon_check(NOT regexp_matches(typeof(k), '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT)$'),
-                  fn, 'k', 'must be an integer, got ' || k::VARCHAR)
-   AND anon_check(k < 1, fn, 'k', 'must be at least 1, got ' || k::VARCHAR)
-   AND anon_check(mode NOT IN ('strict', 'relaxed'), fn, 'mode', 'must be ''strict'' or ''relaxed'', got ''' || mode || '''')
-   AND anon_check(categorical_order NOT IN ('appearance', 'value'), fn, 'categorical_order',
-                  'must be ''appearance'' or ''value'', got ''' || categorical_order || '''')
-   AND anon_check(rule NOT IN ('actual', 'inherited'), fn, 'split_rule',
-                  'must be ''actual'' or ''inherited'', got ''' || rule || '''')
-   AND anon_check(k > (SELECT count(*) FROM query_table(table_name)) AND (SELECT count(*) FROM query_table(table_name)) > 0,
-                  fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
-                      || (SELECT count(*) FROM query_table(table_name))::VARCHAR || ' rows') AS ok;
-
+-- The check that needs the data: k may not exceed the row count (an empty table gives an empty release).
+CREATE OR REPLACE MACRO anon_mondrian_checks(fn, table_name, k) AS TABLE
+SELECT anon_check(k > n AND n > 0, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only ' || n::VARCHAR || ' rows') AS ok
+FROM (SELECT count(*) AS n FROM query_table(table_name));
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
 -- __anon_class, __anon_size, and each QI replaced by its class's label
@@ -160,7 +146,7 @@ pieces AS MATERIALIZED (
            sum(n) OVER (PARTITION BY part) AS class_size,
            count(*) OVER (PARTITION BY cell) > 1 AS cut
     FROM anon_partition(table_name, qis, k, mode, categorical_order, rule) p,
-         anon_mondrian_checks(fn, table_name, qis, k, mode, categorical_order, rule) checks
+         anon_mondrian_checks(fn, table_name, k) checks
     WHERE checks.ok),
 labels AS (
     SELECT class_id AS __anon_class, any_value(class_size) AS __anon_size,
@@ -194,49 +180,85 @@ classed AS (
     FROM (SELECT *, row_number() OVER (PARTITION BY __anon_cell ORDER BY __anon_row) - 1 AS __anon_rank
           FROM located WHERE __anon_cut) l
     ASOF JOIN pieces p ON p.cell = l.__anon_cell AND l.__anon_rank >= p.off)
-SELECT c.* EXCLUDE (__anon_cell, __anon_cut), lb.*
+SELECT c.* EXCLUDE (__anon_cell, __anon_cut), lb.* EXCLUDE (__anon_class)
 FROM classed c JOIN labels lb USING (__anon_class);
 
--- mondrian(): the release. Every source row and column in the source's order, each QI replaced by its
--- class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'.
--- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes the types from the rows.
+-- mondrian(): the release. Every source row and column, in the source's column and row order, each QI
+-- replaced by its class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'.
+-- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes types from the rows.
 CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
-(SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
-UNION ALL BY NAME
-(SELECT COLUMNS(lambda c: NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c)),
-        anon_label_text(struct_extract(COLUMNS(qis), 'lo'), struct_extract(COLUMNS(qis), 'hi'),
-                        struct_extract(COLUMNS(qis), 'vals'), struct_extract(COLUMNS(qis), 'nulls'),
-                        struct_extract(COLUMNS(qis), 'numeric'), struct_extract(COLUMNS(qis), 'temporal'))
- FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule));
+SELECT * EXCLUDE (__anon_row) FROM (
+    (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
+    UNION ALL BY NAME
+    (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
+            anon_label_text(struct_extract(COLUMNS(qis), 'lo'), struct_extract(COLUMNS(qis), 'hi'),
+                            struct_extract(COLUMNS(qis), 'vals'), struct_extract(COLUMNS(qis), 'nulls'),
+                            struct_extract(COLUMNS(qis), 'numeric'), struct_extract(COLUMNS(qis), 'temporal'))
+     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule)))
+ORDER BY __anon_row;
 
 CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
-(SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
-UNION ALL BY NAME
-(SELECT COLUMNS(lambda c: NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c)),
-        struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
-                    mean := struct_extract(COLUMNS(qis), 'mean'))
- FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule));
+SELECT * EXCLUDE (__anon_row) FROM (
+    (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
+    UNION ALL BY NAME
+    (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
+            struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
+                        mean := struct_extract(COLUMNS(qis), 'mean'))
+     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule)))
+ORDER BY __anon_row;
 
--- The two output shapes have different column types, so mondrian() picks one by building a call from
--- fixed text and escaped literals only (anon_sql_literal): no argument can escape into the SQL.
-CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
-                                 categorical_order := 'appearance', split_rule := 'actual') AS TABLE
-SELECT * FROM query(
-    'SELECT * FROM '
-    || CASE output WHEN 'typed' THEN 'anon_mondrian_typed' WHEN 'text' THEN 'anon_mondrian_text'
-       ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got ''' || output || '''') END
-    || '(' || anon_sql_literal(table_name) || ', ' || anon_sql_list(qis) || ', '
-    || CASE WHEN regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN k::VARCHAR
-            ELSE anon_sql_literal(k) END || ', '
-    || anon_sql_literal(mode) || ', ' || anon_sql_literal(categorical_order) || ', '
-    || anon_sql_literal(split_rule) || ')');
-
--- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
--- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
-CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
-                                         split_rule := 'actual') AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_classes(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
 SELECT __anon_row AS row_id, __anon_class AS class_id, __anon_size AS class_size,
        struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
                    mean := struct_extract(COLUMNS(qis), 'mean'))
 FROM anon_mondrian_labelled('mondrian_classes', table_name, qis, k, mode, categorical_order, split_rule)
 ORDER BY row_id;
+
+-- The user-facing macros check their scalar arguments and then call one of the macros above through
+-- query(), built from fixed text and escaped literals only (anon_sql_literal): no argument can escape into
+-- the SQL. The string is folded when the query is bound, so a wrong argument fails before anything runs,
+-- with an error naming the function and the argument. (query() is also what lets `output` change the
+-- result's column types.)
+CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule) AS
+    'SELECT * FROM ' || target || '('
+    || anon_sql_literal(table_name) || ', '
+    || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
+                 THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
+            WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')
+            WHEN len(list_distinct(try_cast(qis AS VARCHAR[]))) < len(try_cast(qis AS VARCHAR[]))
+                 THEN error(fn || '(): argument ''qis'' lists a column twice')
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
+                 THEN error(fn || '(): argument ''qis'' holds NULL or a reserved __anon_ name')
+            ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
+    || CASE WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
+                 THEN error(fn || '(): argument ''k'' must be an integer, got ' || coalesce(k::VARCHAR, 'NULL'))
+            WHEN try_cast(k AS BIGINT) IS NULL OR try_cast(k AS BIGINT) < 1
+                 THEN error(fn || '(): argument ''k'' must be at least 1, got ' || coalesce(k::VARCHAR, 'NULL'))
+            ELSE try_cast(k AS BIGINT)::VARCHAR END || ', '
+    || CASE WHEN mode IS NULL OR mode::VARCHAR NOT IN ('strict', 'relaxed')
+                 THEN error(fn || '(): argument ''mode'' must be ''strict'' or ''relaxed'', got ' || coalesce('''' || mode::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(mode) END || ', '
+    || CASE WHEN categorical_order IS NULL OR categorical_order::VARCHAR NOT IN ('appearance', 'value')
+                 THEN error(fn || '(): argument ''categorical_order'' must be ''appearance'' or ''value'', got '
+                            || coalesce('''' || categorical_order::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(categorical_order) END || ', '
+    || CASE WHEN split_rule IS NULL OR split_rule::VARCHAR NOT IN ('actual', 'inherited')
+                 THEN error(fn || '(): argument ''split_rule'' must be ''actual'' or ''inherited'', got '
+                            || coalesce('''' || split_rule::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(split_rule) END
+    || ')';
+
+CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
+                                 categorical_order := 'appearance', split_rule := 'actual') AS TABLE
+SELECT * FROM query(anon_mondrian_call('mondrian',
+    CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
+         ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
+                    || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
+    table_name, qis, k, mode, categorical_order, split_rule));
+
+-- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
+-- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
+CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
+                                         split_rule := 'actual') AS TABLE
+SELECT * FROM query(anon_mondrian_call('mondrian_classes', 'anon_mondrian_classes',
+    table_name, qis, k, mode, categorical_order, split_rule));

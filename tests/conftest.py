@@ -1,0 +1,33 @@
+import os
+from pathlib import Path
+
+import pytest
+
+import duckdb_anon
+from duckdb_anon.datasets import ADULT_QIS
+
+SHARED = Path(os.environ.get("SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+@pytest.fixture
+def con():
+    connection = duckdb_anon.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture(scope="session")
+def adult_con():
+    """One connection holding the shipped Adult data as table `adult` (read-only use)."""
+    connection = duckdb_anon.connect()
+    duckdb_anon.load_adult(connection, "adult")
+    yield connection
+    connection.close()
+
+
+def qi_sql(qis):
+    """A SQL list literal of column names (test-only; names here are fixed strings)."""
+    return "[" + ", ".join("'" + q.replace("'", "''") + "'" for q in qis) + "]"
+
+
+ADULT_QI_SQL = qi_sql(ADULT_QIS)

@@ -1,0 +1,90 @@
+"""Mondrian on Adult (30,162 rows, the eight published QIs) against the published figures."""
+import pytest
+
+from conftest import ADULT_QI_SQL
+from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
+from independent import class_sizes, ncp_percent
+
+PUBLISHED = {"strict": 11.2435, "relaxed": 15.8470}
+#: What this implementation gives with the issue's rules (see README, "Results on Adult").
+PINNED = {"strict": 11.0840, "relaxed": 15.3322}
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_adult_k10_is_k_anonymous_and_beats_published_ncp(adult_con, mode):
+    release = adult_con.execute(f"SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10, '{mode}')").df()
+    source = adult_con.execute("SELECT * FROM adult ORDER BY rid").df()
+    assert len(release) == 30162
+    assert sorted(release["rid"]) == list(range(30162))  # no row lost or duplicated
+    assert class_sizes(release, ADULT_QIS).min() >= 10
+    ncp = ncp_percent(release, source, ADULT_QIS, ADULT_NUMERIC)
+    assert ncp <= PUBLISHED[mode]
+    assert ncp == pytest.approx(PINNED[mode], abs=5e-5)
+    # non-QI columns are untouched, row for row
+    for col in ["fnlwgt", "education", "relationship", "capital_gain", "class"]:
+        assert (release.sort_values("rid")[col].values == source[col].values).all()
+
+
+def test_sql_ncp_matches_the_independent_one(adult_con):
+    adult_con.execute(f"CREATE OR REPLACE TEMP TABLE rel AS SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 25)")
+    ours = adult_con.execute(f"SELECT ncp_percent, gcp, matched_rows FROM ncp('rel', 'adult', {ADULT_QI_SQL}, 'rid')").fetchone()
+    independent = ncp_percent(adult_con.execute("SELECT * FROM rel").df(),
+                              adult_con.execute("SELECT * FROM adult ORDER BY rid").df(), ADULT_QIS, ADULT_NUMERIC)
+    assert ours[0] == pytest.approx(independent, rel=1e-9)
+    assert ours[1] == pytest.approx(independent / 100, rel=1e-9)
+    assert ours[2] == 30162
+
+
+def test_inherited_split_rule_reproduces_the_published_strict_figure(adult_con):
+    release = adult_con.execute(
+        f"SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10, split_rule := 'inherited')").df()
+    source = adult_con.execute("SELECT * FROM adult ORDER BY rid").df()
+    assert class_sizes(release, ADULT_QIS).min() >= 10
+    assert ncp_percent(release, source, ADULT_QIS, ADULT_NUMERIC) == pytest.approx(PUBLISHED["strict"], abs=5e-5)
+
+
+def test_column_order_and_types_follow_the_source(adult_con):
+    text = adult_con.execute(f"SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10) LIMIT 1")
+    source = adult_con.execute("SELECT * FROM adult LIMIT 1")
+    assert [d[0] for d in text.description] == [d[0] for d in source.description]
+    types = dict(adult_con.execute(
+        f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10))").fetchall())
+    assert types["age"] == "VARCHAR"
+    assert types["workclass"] == "VARCHAR"
+    assert types["fnlwgt"] == "BIGINT"
+
+
+def test_typed_output_bounds_contain_the_original_values(adult_con):
+    typed = adult_con.execute(f"""
+        SELECT t.rid, t.age.lo AS lo, t.age.hi AS hi, t.age.mean AS mean, a.age
+        FROM mondrian('adult', {ADULT_QI_SQL}, 10, output := 'typed') t JOIN adult a USING (rid)""").df()
+    assert ((typed["lo"] <= typed["age"]) & (typed["age"] <= typed["hi"])).all()
+    assert ((typed["lo"] <= typed["mean"]) & (typed["mean"] <= typed["hi"])).all()
+    assert str(adult_con.execute(
+        f"SELECT typeof(age) FROM mondrian('adult', {ADULT_QI_SQL}, 10, output := 'typed') LIMIT 1").fetchone()[0]) \
+        == "STRUCT(lo BIGINT, hi BIGINT, mean DOUBLE)"
+
+
+def test_mondrian_classes_agrees_with_the_release(adult_con):
+    classes = adult_con.execute(f"SELECT * FROM mondrian_classes('adult', {ADULT_QI_SQL}, 10)").df()
+    release = adult_con.execute(f"SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10)").df()
+    assert list(classes["row_id"]) == list(range(1, 30163))
+    sizes = classes.groupby("class_id").size()
+    assert (classes["class_size"].values == sizes.loc[classes["class_id"]].values).all()
+    assert sizes.min() >= 10
+    # same partition: rows share a class id exactly when they share a released QI vector
+    key = release[ADULT_QIS].astype(str).agg("|".join, axis=1)
+    assert key.groupby(classes["class_id"].values).nunique().max() == 1
+    assert classes.groupby(key.values)["class_id"].nunique().max() == 1
+
+
+def test_release_measures(adult_con):
+    adult_con.execute(f"CREATE OR REPLACE TEMP TABLE rel10 AS SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 10)")
+    rows, classes, achieved, dm, avg, cavg = adult_con.execute(
+        f"SELECT * FROM release_measures('rel10', {ADULT_QI_SQL}, k := 10)").fetchone()
+    sizes = class_sizes(adult_con.execute("SELECT * FROM rel10").df(), ADULT_QIS)
+    assert (rows, classes, achieved) == (30162, len(sizes), sizes.min())
+    assert dm == int((sizes ** 2).sum())
+    assert cavg == pytest.approx(30162 / len(sizes) / 10)
+    eq = adult_con.execute(f"SELECT sum(class_size), count(*) FROM equivalence_classes('rel10', {ADULT_QI_SQL})").fetchone()
+    assert eq == (30162, len(sizes))

@@ -1,0 +1,69 @@
+"""Wall time and peak memory of mondrian() on scaled Adult tables (run from the project root):
+
+    python bench/bench_mondrian.py            # 30k, 300k, 1M, 10M rows
+    python bench/bench_mondrian.py 30162 1000000
+
+Scaled tables sample Adult rows with replacement (deterministic hash of the row number) and jitter the two
+numeric QIs by -1, 0 or +1. Each run happens in a fresh subprocess so peak memory (ru_maxrss) is its own;
+the 10M-row run uses SET memory_limit = '2GB'. Prints a Markdown table.
+"""
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import duckdb_anon
+from duckdb_anon.datasets import ADULT_QIS
+
+SIZES = [30162, 300_000, 1_000_000, 10_000_000]
+
+
+def build(con, n):
+    duckdb_anon.load_adult(con, "adult")
+    if n == 30162:
+        return "adult"
+    con.execute(f"""CREATE TABLE scaled AS
+        SELECT r.range AS rid, a.* EXCLUDE (rid) REPLACE (
+               a.age + (hash(r.range, 1) % 3)::INT - 1 AS age,
+               a.education_num + (hash(r.range, 2) % 3)::INT - 1 AS education_num)
+        FROM range({n}) r JOIN adult a ON a.rid = hash(r.range) % 30162""")
+    return "scaled"
+
+
+def one(n, mode):
+    con = duckdb_anon.connect()
+    table = build(con, n)
+    if n >= 10_000_000:
+        con.execute("SET memory_limit = '2GB'")
+    qis = "[" + ", ".join(f"'{q}'" for q in ADULT_QIS) + "]"
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    con.execute(f"CREATE TEMP TABLE rel AS SELECT * FROM mondrian('{table}', {qis}, 10, '{mode}')")
+    took = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    achieved = con.execute(f"SELECT achieved_k FROM release_measures('rel', {qis})").fetchone()[0]
+    con.close()
+    return {"rows": n, "mode": mode, "seconds": took, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
+            "achieved_k": achieved}
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        print(json.dumps(one(int(sys.argv[2]), sys.argv[3])))
+        return
+    sizes = [int(a) for a in sys.argv[1:]] or SIZES
+    print("| rows | mode | wall time (s) | peak RSS (MB) | achieved k |")
+    print("|---:|---|---:|---:|---:|")
+    for n in sizes:
+        for mode in ("strict", "relaxed"):
+            out = subprocess.run([sys.executable, __file__, "--one", str(n), mode], capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"| {n:,} | {mode} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | |", flush=True)
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"| {n:,} | {mode} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -129,11 +129,6 @@ parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
 FROM parts p JOIN cells c ON c.__anon_cell = p.cell;
 
--- The check that needs the data: k may not exceed the row count (an empty table gives an empty release).
-CREATE OR REPLACE MACRO anon_mondrian_checks(fn, table_name, k) AS TABLE
-SELECT anon_check(k > n AND n > 0, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only ' || n::VARCHAR || ' rows') AS ok
-FROM (SELECT count(*) AS n FROM query_table(table_name));
-
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
 -- __anon_class, __anon_size, and each QI replaced by its class's label
 -- STRUCT(lo, hi, mean, vals, nulls, numeric, temporal): mean for plain numbers only, vals (the distinct
@@ -141,13 +136,16 @@ FROM (SELECT count(*) AS n FROM query_table(table_name));
 CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
 WITH
 pieces AS MATERIALIZED (
-    SELECT p.* EXCLUDE (part),
-           dense_rank() OVER (ORDER BY part) AS class_id,
-           sum(n) OVER (PARTITION BY part) AS class_size,
-           count(*) OVER (PARTITION BY cell) > 1 AS cut
-    FROM anon_partition(table_name, qis, k, mode, categorical_order, rule) p,
-         anon_mondrian_checks(fn, table_name, k) checks
-    WHERE checks.ok),
+    -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
+    SELECT * EXCLUDE (total_rows) FROM (
+        SELECT p.* EXCLUDE (part),
+               dense_rank() OVER (ORDER BY part) AS class_id,
+               sum(n) OVER (PARTITION BY part) AS class_size,
+               count(*) OVER (PARTITION BY cell) > 1 AS cut,
+               sum(n) OVER () AS total_rows
+        FROM anon_partition(table_name, qis, k, mode, categorical_order, rule) p)
+    WHERE anon_check(k > total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
+                                              || total_rows::VARCHAR || ' rows')),
 labels AS (
     SELECT class_id AS __anon_class, any_value(class_size) AS __anon_size,
         {'lo': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))

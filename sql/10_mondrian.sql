@@ -63,16 +63,21 @@ span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): norma
            list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d)),
-parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
-    SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, keys,
+-- The recursive state is kept narrow, (cell, off, n, part, step) plus the region for split_rule
+-- 'inherited'; each iteration joins the cells' keys back in. Each iteration emits only the pieces it moved,
+-- and a piece's last row (highest step) is where it ended: a plain UNION ALL and one final pick cost less
+-- than maintaining USING KEY's table in every iteration.
+parts(cell, off, n, part, step, blo, bhi) AS (
+    SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, 0,
            CASE WHEN rule = 'inherited' THEN span.root_lo END::DOUBLE[],
            CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[]
     FROM keyed, span
     UNION ALL
     (WITH
+    state AS (SELECT p.*, kd.keys FROM parts p JOIN keyed kd USING (cell)),
     freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
         SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d
-        FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM parts)
+        FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
         GROUP BY part, d, key),
     medians AS (  -- per (partition, QI): the median row, where the running count first reaches n//2
         SELECT * FROM (
@@ -101,7 +106,7 @@ parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
         FROM candidates WHERE rule = 'inherited' GROUP BY part),
     placed AS (
         SELECT w.*, dec.* EXCLUDE (part), reg.* EXCLUDE (part), w.keys[dec.dim + 1] AS v
-        FROM parts w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)),
+        FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)),
     tied AS (  -- relaxed mode only: tied rows before each tie cell, taken in QI-vector order (similar rows
                -- stay together), then row order
         SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY keys, cell, off
@@ -114,7 +119,7 @@ parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
         FROM placed p LEFT JOIN tied t USING (cell, off))
     SELECT cell, off + piece.skip, piece.n,
            CASE WHEN piece.side = 0 THEN part ELSE part + go_left END,
-           keys,
+           step + 1,
            CASE WHEN rule = 'inherited' THEN list_transform(range(len(keys)), lambda i:
                CASE WHEN i = dim AND piece.side = 0 THEN los[i + 1]
                     WHEN i = dim THEN CASE WHEN mode = 'relaxed' AND ties_stay_right THEN split ELSE coalesce(nxt, split) END
@@ -131,28 +136,24 @@ parts(cell, off, n, part, keys, blo, bhi) USING KEY (cell, off) AS (
     WHERE piece.n > 0)
 )
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
-FROM parts p JOIN cells c ON c.__anon_cell = p.cell;
+FROM (SELECT cell, off, arg_max(n, step) AS n, arg_max(part, step) AS part FROM parts GROUP BY cell, off) p
+JOIN cells c ON c.__anon_cell = p.cell;
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
--- __anon_class, __anon_size, and each QI replaced by its class's label
--- STRUCT(lo, hi, mean, vals, nulls, numeric, temporal): mean for plain numbers only, vals (the distinct
--- values in the QI's order) for categories only.
+-- __anon_class, __anon_size, and each QI replaced by its class's label STRUCT(text, lo, hi, mean): the
+-- text rendering, typed bounds (in the QI's order), and the mean for plain numbers. Labels are made once
+-- per class and attached to cells, so every source row needs one join.
 CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
 WITH
-pieces AS MATERIALIZED (
-    -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
-    SELECT * EXCLUDE (total_rows) FROM (
-        SELECT p.* EXCLUDE (part),
-               dense_rank() OVER (ORDER BY part) AS class_id,
-               sum(n) OVER (PARTITION BY part) AS class_size,
-               count(*) OVER (PARTITION BY cell) > 1 AS cut,
-               sum(n) OVER () AS total_rows
-        FROM anon_partition(table_name, qis, k, mode, categorical_order, rule) p)
-    WHERE anon_check(k > total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
-                                              || total_rows::VARCHAR || ' rows')),
+pieces AS MATERIALIZED (SELECT * FROM anon_partition(table_name, qis, k, mode, categorical_order, rule)),
 labels AS (
-    SELECT class_id AS __anon_class, any_value(class_size) AS __anon_size,
-        {'lo': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
+    SELECT part, row_number() OVER (ORDER BY part) AS __anon_class, sum(n) AS __anon_size,
+        {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),
+                                 list_transform(list_sort(list(DISTINCT COLUMNS(qis))), lambda e: e.v),
+                                 bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
+                                 anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
+                                 anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))),
+         'lo': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
                     THEN min(struct_extract(COLUMNS(qis), 'v'))
                     ELSE arg_min(struct_extract(COLUMNS(qis), 'v'), struct_extract(COLUMNS(qis), 'k')) END,
          'hi': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
@@ -161,29 +162,33 @@ labels AS (
          'mean': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
                        AND NOT anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))
                       THEN sum(try_cast(struct_extract(COLUMNS(qis), 'v') AS DOUBLE) * n)
-                           / sum(CASE WHEN struct_extract(COLUMNS(qis), 'v') IS NOT NULL THEN n END) END,
-         'vals': CASE WHEN NOT anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
-                      THEN list_transform(list_sort(list(DISTINCT COLUMNS(qis))), lambda e: e.v) END,
-         'nulls': bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
-         'numeric': anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
-         'temporal': anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))}
-    FROM pieces GROUP BY class_id),
-located AS (  -- each row's cell, found by its QI values
-    SELECT r.* EXCLUDE (__anon_key), c.cell AS __anon_cell, c.cut AS __anon_cut
+                           / sum(CASE WHEN struct_extract(COLUMNS(qis), 'v') IS NOT NULL THEN n END) END}
+    FROM pieces GROUP BY part),
+cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
+    -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
+    SELECT c.__anon_key, c.cell, lb.* EXCLUDE (part)
+    FROM (SELECT any_value(__anon_key) AS __anon_key, cell, CASE WHEN count(*) = 1 THEN any_value(part) END AS part,
+                 sum(sum(n)) OVER () AS total_rows
+          FROM pieces GROUP BY cell) c
+    LEFT JOIN labels lb ON lb.part = c.part
+    WHERE anon_check(k > c.total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
+                                                 || c.total_rows::VARCHAR || ' rows')),
+located AS (
+    SELECT r.* EXCLUDE (__anon_key), c.* EXCLUDE (__anon_key)
     FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c)), row(*COLUMNS(qis)) AS __anon_key
           FROM anon_numbered(table_name)) r
-    JOIN (SELECT DISTINCT cell, cut, __anon_key FROM pieces) c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key),
-classed AS (
-    SELECT l.*, p.class_id AS __anon_class
-    FROM located l JOIN pieces p ON p.cell = l.__anon_cell
-    WHERE NOT l.__anon_cut
-    UNION ALL  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece
-    SELECT l.* EXCLUDE (__anon_rank), p.class_id
-    FROM (SELECT *, row_number() OVER (PARTITION BY __anon_cell ORDER BY __anon_row) - 1 AS __anon_rank
-          FROM located WHERE __anon_cut) l
-    ASOF JOIN pieces p ON p.cell = l.__anon_cell AND l.__anon_rank >= p.off)
-SELECT c.* EXCLUDE (__anon_cell, __anon_cut), lb.* EXCLUDE (__anon_class)
-FROM classed c JOIN labels lb USING (__anon_class);
+    JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key)
+SELECT * EXCLUDE (cell) FROM located WHERE __anon_class IS NOT NULL
+UNION ALL BY NAME  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece. The
+                  -- mode test lets the optimizer drop this branch (and its sort) in strict mode.
+SELECT l.* EXCLUDE (cell, __anon_rank), lb.* EXCLUDE (part)
+FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c) AND c NOT IN ('__anon_class', '__anon_size')),
+             row_number() OVER (PARTITION BY cell ORDER BY __anon_row) - 1 AS __anon_rank
+      FROM located WHERE __anon_class IS NULL AND mode = 'relaxed') l
+ASOF JOIN (SELECT cell, off, part FROM pieces
+           WHERE mode = 'relaxed' AND cell IN (SELECT cell FROM cells WHERE __anon_class IS NULL)) p
+    ON p.cell = l.cell AND l.__anon_rank >= p.off
+JOIN labels lb ON lb.part = p.part;
 
 -- mondrian(): the release. Every source row and column, in the source's column order, each QI replaced by
 -- its class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'. Rows come in no
@@ -194,9 +199,7 @@ SELECT * EXCLUDE (__anon_row) FROM (
     (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
-            anon_label_text(struct_extract(COLUMNS(qis), 'lo'), struct_extract(COLUMNS(qis), 'hi'),
-                            struct_extract(COLUMNS(qis), 'vals'), struct_extract(COLUMNS(qis), 'nulls'),
-                            struct_extract(COLUMNS(qis), 'numeric'), struct_extract(COLUMNS(qis), 'temporal'))
+            struct_extract(COLUMNS(qis), 'text')
      FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule)));
 
 CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE

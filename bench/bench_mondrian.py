@@ -5,12 +5,13 @@
 
 Scaled tables sample Adult rows with replacement (deterministic hash of the row number) and jitter the two
 numeric QIs by -1, 0 or +1. Each run happens in a fresh subprocess so peak memory (ru_maxrss) is its own;
-the 10M-row run uses SET memory_limit = '2GB'. Prints a Markdown table.
+the 10M-row run uses SET memory_limit = '2GB' and spills to a temporary folder. Prints a Markdown table.
 """
 import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import duckdb_anon
@@ -36,6 +37,8 @@ def one(n, mode):
     table = build(con, n)
     if n >= 10_000_000:
         con.execute("SET memory_limit = '2GB'")
+        # spill to a scratch folder, never into the working tree
+        con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="duckdb-anon-bench-")])
     qis = "[" + ", ".join(f"'{q}'" for q in ADULT_QIS) + "]"
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()

@@ -149,7 +149,9 @@ pieces AS MATERIALIZED (SELECT * FROM anon_partition(table_name, qis, k, mode, c
 labels AS (
     SELECT part, row_number() OVER (ORDER BY part) AS __anon_class, sum(n) AS __anon_size,
         {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),
-                                 list_transform(list_sort(list(DISTINCT COLUMNS(qis))), lambda e: e.v),
+                                 list_transform(list_sort(list(DISTINCT {'k': struct_extract(COLUMNS(qis), 'k'),
+                                                                  'v': struct_extract(COLUMNS(qis), 'v')})),
+                                                lambda e: e.v),  -- k first: sets follow the QI's order
                                  bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
                                  anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
                                  anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))),

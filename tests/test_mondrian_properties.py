@@ -86,3 +86,17 @@ def test_temporal_and_decimal_qis(con):
     typed = con.execute("SELECT m.d.lo AS lo, m.d.hi AS hi, s.d AS d FROM mondrian('t', ['d','ts','dec','flag'], 10, output := 'typed') m "
                         "JOIN t s USING (id)").df()
     assert ((typed["lo"] <= typed["d"]) & (typed["d"] <= typed["hi"])).all()
+
+
+@pytest.mark.parametrize("order, expected_lo", [("value", "low"), ("appearance", "high")])
+def test_enum_qi_follows_the_chosen_category_order(con, order, expected_lo):
+    # 'high' appears first in the table, but the ENUM declares low < mid < high
+    con.execute("CREATE TYPE level AS ENUM ('low', 'mid', 'high')")
+    con.execute("""CREATE TABLE t AS SELECT range AS id, (['high', 'low', 'mid'][range % 3 + 1])::level AS lvl,
+                   range % 5 AS x FROM range(60)""")
+    typed = con.execute(f"SELECT * FROM mondrian('t', ['lvl', 'x'], 60, output := 'typed', "
+                        f"categorical_order := '{order}')").df()
+    assert set(typed["lvl"].map(lambda b: b["lo"])) == {expected_lo}  # one class: its lowest category
+    text = con.execute(f"SELECT DISTINCT lvl FROM mondrian('t', ['lvl', 'x'], 60, categorical_order := '{order}')").fetchall()
+    expected = "{low,mid,high}" if order == "value" else "{high,low,mid}"
+    assert text == [(expected,)]

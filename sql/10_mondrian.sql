@@ -56,8 +56,9 @@ nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range bey
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d)),
-keyed AS MATERIALIZED (
-    SELECT cell, n, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls),
+keyed AS MATERIALIZED (  -- vrank: the cell's place in QI-vector order, for relaxed mode's tie sharing
+    SELECT cell, n, keys, row_number() OVER (ORDER BY keys, cell) AS vrank
+    FROM (SELECT cell, n, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls)),
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
            list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv
@@ -74,7 +75,7 @@ parts(cell, off, n, part, step, blo, bhi) AS (
     FROM keyed, span
     UNION ALL
     (WITH
-    state AS (SELECT p.*, kd.keys FROM parts p JOIN keyed kd USING (cell)),
+    state AS (SELECT p.*, kd.keys, kd.vrank FROM parts p JOIN keyed kd USING (cell)),
     freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
         SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d
         FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
@@ -109,7 +110,7 @@ parts(cell, off, n, part, step, blo, bhi) AS (
         FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)),
     tied AS (  -- relaxed mode only: tied rows before each tie cell, taken in QI-vector order (similar rows
                -- stay together), then row order
-        SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY keys, cell, off
+        SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY vrank, off
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
         FROM placed WHERE mode = 'relaxed' AND v = split),
     shares AS (  -- rows of each cell that go left: all, none, or a tie cell's share of the ties

@@ -24,6 +24,7 @@ FROM (SELECT count(*) AS class_size
 -- (max - min) / the whole table's range for numbers and dates; (highest - lowest category code) /
 -- (categories - 1) for categories, coded by first appearance (or by value, categorical_order := 'value').
 -- NCP% = 100 * sum over classes of size * sum of widths / (QIs * rows). GCP is the same as a fraction.
+-- NULLs in numeric QIs are left out of the widths (in categorical QIs NULL is one more category).
 -- Also returns per_qi: each QI's own NCP%.
 CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categorical_order := 'appearance') AS TABLE
 WITH

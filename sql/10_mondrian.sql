@@ -9,8 +9,10 @@
 --   anon_partition  the level-synchronous recursion: every iteration splits every splittable partition once.
 --                   A partition is named by its offset in a virtual ordering of the rows (left child keeps
 --                   the parent's offset, right child = offset + rows going left), so names never collide.
---   anon_classes    class id per (cell, piece); relaxed mode may cut a cell into pieces to share ties.
---   mondrian*       the user-facing table macros.
+--   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
+--                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
+--                   pieces to share ties; those rows go to pieces in row order).
+--   mondrian*       the user-facing table macros: argument checks, then one of the output shapes.
 
 CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
     SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);

@@ -1,6 +1,7 @@
 """Install the SQL macros into a DuckDB connection.
 
-The macros are persistent (not TEMP): dbt and other tools talk through cursors, which do not see TEMP
+The numpy kernels are registered as Python UDFs on the connection first (they live only as long as it);
+the macros are persistent (not TEMP): dbt and other tools talk through cursors, which do not see TEMP
 macros, and persistent macros stay in a database file for plain DuckDB clients. Every statement is
 ``CREATE OR REPLACE``, so installing twice, or over an older version, upgrades in place.
 """
@@ -27,7 +28,9 @@ def sql_files() -> list[Path]:
 def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Create or replace every duckdb-anon macro in the connection's current database; returns `con`."""
     from duckdb_anon import __version__
+    from duckdb_anon.walk import register
 
+    register(con)  # before the SQL: macros that call a UDF can only be created once it exists
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     # The version is itself a macro, so a plain client can tell what a database file holds.

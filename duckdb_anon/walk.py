@@ -1,0 +1,138 @@
+"""The random walk of pattern-preserving anonymization (Xue, Karras et al., CIKM 2011), in numpy.
+
+Every segment of a column is a point in a polytope: the order chain x_t <= x_{t+1}, the kept locality
+constraints (x_j - x_i <= x_k - x_j, or >=), and the domain bounds lower <= x <= upper. Each step draws a
+direction per segment, finds by a ratio test over the slacks of all constraints the interval
+[lambda_min, lambda_max] that keeps the point feasible, and moves by a lambda drawn from it: uniform on the
+interval (hit-and-run, the default, which samples the polytope uniformly in the limit) or uniform on
+[0, max(0, lambda_max)] (the paper's forward-only rule). All segments move together, vectorized.
+
+Ties: from a point where values tie (Adult's age repeats each value hundreds of times, so most segments
+are one repeated value) almost no random direction is feasible, and hit-and-run would never move. The walk
+therefore starts with one step along the rank direction: each value's rank in its segment, centred, while
+values at the domain bounds only move inward. That step is feasible by construction and leaves the values
+strictly ordered; the random steps follow.
+
+Rounding can never leave a release infeasible: every `check_every` steps, and at the end, every constraint is
+checked in the same form check_localities() uses, and a segment that fails goes back to its last checked
+state.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+METHODS = ("hit_and_run", "forward")
+
+
+def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method="hit_and_run", check_every=100):
+    """Walk `values` (sorted by segment, then position; segment s starts at starts[s]) and return the new
+    values. ci/cj/ck index into `values`; le[c] is True for x_j - x_i <= x_k - x_j, False for >=."""
+    x = np.asarray(values, dtype=np.float64).copy()
+    starts = np.asarray(starts, dtype=np.int64)
+    n, segments = len(x), len(starts)
+    if n == 0 or iterations == 0:
+        return x
+    if method not in METHODS:
+        raise ValueError(f"random_walk(): argument 'method' must be one of {METHODS}, got {method!r}")
+    seg = np.repeat(np.arange(segments), np.diff(np.append(starts, n)))
+    # order pair (g, g+1) is attached to g; the last value of a segment has none
+    has_next = np.append(seg[:-1] == seg[1:], False)
+    nxt = np.nonzero(has_next)[0]
+    ci, cj, ck = (np.asarray(a, dtype=np.int64) for a in (ci, cj, ck))
+    sign = np.where(np.asarray(le, dtype=bool), 1.0, -1.0)  # a.x <= 0 with a = sign * (-1, 2, -1)
+    by_segment = np.argsort(seg[ci], kind="stable")  # localities grouped by segment, for reduceat
+    ci, cj, ck, sign = ci[by_segment], cj[by_segment], ck[by_segment], sign[by_segment]
+    lseg = seg[ci]
+    lstarts = np.nonzero(np.diff(lseg, prepend=-1))[0] if len(lseg) else np.zeros(0, dtype=np.int64)
+    lsegs = lseg[lstarts]
+    rng = np.random.default_rng(seed)
+    checkpoint = x.copy()
+    for step in range(0, iterations + 1):
+        u = _rank_direction(x, seg, starts, lower, upper) if step == 0 else rng.standard_normal(n)
+        norm = np.sqrt(np.add.reduceat(u * u, starts))
+        u /= np.where(norm > 0, norm, 1.0)[seg]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # per value: its bounds and the order pair it opens, merged before one reduction per segment
+            up_b, lo_b = (upper - x) / u, (lower - x) / u
+            hi_v = np.where(u > 0, up_b, np.where(u < 0, lo_b, np.inf))
+            lo_v = np.where(u > 0, lo_b, np.where(u < 0, up_b, -np.inf))
+            au = np.zeros(n)
+            au[nxt] = u[nxt] - u[nxt + 1]
+            ratio = np.zeros(n)
+            ratio[nxt] = (x[nxt + 1] - x[nxt]) / au[nxt]
+            hi_v = np.minimum(hi_v, np.where(au > 0, ratio, np.inf))
+            lo_v = np.maximum(lo_v, np.where(au < 0, ratio, -np.inf))
+            lam_hi = np.minimum.reduceat(hi_v, starts)
+            lam_lo = np.maximum.reduceat(lo_v, starts)
+            if len(ci):
+                au_l = sign * (2 * u[cj] - u[ci] - u[ck])
+                r_l = sign * (x[ci] - 2 * x[cj] + x[ck]) / au_l
+                lam_hi[lsegs] = np.minimum(lam_hi[lsegs], np.minimum.reduceat(np.where(au_l > 0, r_l, np.inf), lstarts))
+                lam_lo[lsegs] = np.maximum(lam_lo[lsegs], np.maximum.reduceat(np.where(au_l < 0, r_l, -np.inf), lstarts))
+        lam_lo, lam_hi = np.minimum(lam_lo, 0.0), np.maximum(lam_hi, 0.0)  # the current point is feasible
+        if method == "forward" or step == 0:
+            lam = lam_hi * rng.random(segments)
+        else:
+            lam = lam_lo + (lam_hi - lam_lo) * rng.random(segments)
+        x += (lam * (1.0 - 1e-12))[seg] * u  # a hair inside, so rounding rarely touches a facet
+        if step % check_every == 0 or step == iterations:  # step 0 is checked too
+            bad = _violated_segments(x, seg, nxt, ci, cj, ck, sign, lower, upper, segments)
+            x[bad[seg]] = checkpoint[bad[seg]]
+            checkpoint = x.copy()
+    return x
+
+
+def _rank_direction(x, seg, starts, lower, upper):
+    """Each value's centred rank in its segment; values tied at a domain bound move only inward, in rank
+    order, so the first (last) of them stays on the bound and the rest come off it."""
+    sizes = np.diff(np.append(starts, len(x)))
+    pos = np.arange(len(x)) - starts[seg]
+    v = pos - (sizes[seg] - 1) / 2.0
+    at_low, at_high = x <= lower, x >= upper
+    low_rank = np.cumsum(at_low) - np.maximum.accumulate(np.where(~at_low, np.cumsum(at_low), 0))
+    high_rank = _reverse_run_rank(at_high)
+    v = np.where(at_low, low_rank - 1.0, v)
+    v = np.where(at_high & ~at_low, -(high_rank - 1.0), v)
+    return v
+
+
+def _reverse_run_rank(flags):
+    """For runs of True, the position counted from the run's end (1 = last of the run); 0 elsewhere."""
+    rev = flags[::-1]
+    run = np.cumsum(rev) - np.maximum.accumulate(np.where(~rev, np.cumsum(rev), 0))
+    return run[::-1]
+
+
+def _violated_segments(x, seg, nxt, ci, cj, ck, sign, lower, upper, segments):
+    """Segments breaking any constraint, tested exactly as check_localities() tests a release."""
+    bad = np.zeros(segments, dtype=bool)
+    bad[seg[(x < lower) | (x > upper)]] = True
+    bad[seg[nxt][~(x[nxt] <= x[nxt + 1])]] = True
+    left, right = x[cj] - x[ci], x[ck] - x[cj]
+    ok = np.where(sign > 0, left <= right, left >= right)
+    bad[seg[ci][~ok]] = True
+    return bad
+
+
+def register(con) -> None:
+    """Register the kernel as the vectorized (arrow) scalar UDF anon_random_walk on `con`."""
+    import pyarrow as pa
+
+    def udf(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method):
+        out = []
+        for r in range(len(values)):
+            res = walk(values[r].values.to_numpy(zero_copy_only=False), starts[r].values.to_numpy(zero_copy_only=False),
+                       ci[r].values.to_numpy(zero_copy_only=False), cj[r].values.to_numpy(zero_copy_only=False),
+                       ck[r].values.to_numpy(zero_copy_only=False), le[r].values.to_numpy(zero_copy_only=False),
+                       lower[r].as_py(), upper[r].as_py(), iterations[r].as_py(), seed[r].as_py(), method[r].as_py())
+            out.append(res)
+        return pa.array(out, type=pa.list_(pa.float64()))
+
+    try:
+        con.remove_function("anon_random_walk")
+    except Exception:  # not registered yet on this connection
+        pass
+    con.create_function("anon_random_walk", udf,
+                        ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
+                         "DOUBLE", "DOUBLE", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
+                        type="arrow", side_effects=False)

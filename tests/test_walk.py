@@ -1,0 +1,105 @@
+"""The random walk: feasibility at every step, uniformity, determinism, and random_walk() in SQL."""
+import duckdb
+import numpy as np
+import pytest
+
+import duckdb_anon
+from duckdb_anon.walk import _violated_segments, walk
+
+
+@pytest.fixture
+def ages(con):
+    duckdb_anon.load_adult(con, "adult")
+    con.execute("""CREATE TABLE people AS SELECT rid, CASE WHEN rid % 50 = 0 THEN NULL ELSE age END AS age, fnlwgt, sex
+                   FROM adult WHERE rid < 3000""")
+    con.execute("CREATE TABLE age_locs AS SELECT * FROM localities('people', 'age', segment_size := 100, sample := 0.5, seed := 3)")
+    return con
+
+
+def test_release_keeps_every_constraint_and_everything_else(ages):
+    con = ages
+    con.execute("CREATE TABLE pub AS SELECT * FROM random_walk('people', 'age', 'age_locs', iterations := 300, seed := 1)")
+    assert con.execute("SELECT count(*) FROM check_localities('pub', 'age', 'age_locs')").fetchone()[0] == 0
+    src = con.execute("SELECT * FROM people ORDER BY rid").df()
+    pub = con.execute("SELECT * FROM pub").df()
+    assert list(pub["rid"]) == list(src["rid"])  # every row, in source order
+    assert (pub["fnlwgt"].values == src["fnlwgt"].values).all() and (pub["sex"].values == src["sex"].values).all()
+    assert (pub["age"].isna() == src["age"].isna()).all()  # NULLs stay NULL
+    moved = pub["age"].notna()
+    assert pub["age"][moved].between(src["age"].min(), src["age"].max()).all()
+    assert (pub["age"][moved] != src["age"][moved]).mean() > 0.9  # the values really moved
+
+
+def _box_problem(segments=3, size=6, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.integers(0, 5, size=(segments, size)).astype(float), axis=1).ravel()
+    starts = np.arange(segments) * size
+    ci, cj, ck, le = [], [], [], []
+    for s in range(segments):  # every strict triple, as localities() would imply
+        base = s * size
+        for i in range(size):
+            for j in range(i + 1, size):
+                for k in range(j + 1, size):
+                    a, b = x[base + j] - x[base + i], x[base + k] - x[base + j]
+                    if a != b:
+                        ci.append(base + i), cj.append(base + j), ck.append(base + k), le.append(a < b)
+    return x, starts, np.array(ci), np.array(cj), np.array(ck), np.array(le)
+
+
+@pytest.mark.parametrize("method", ["hit_and_run", "forward"])
+def test_every_step_is_feasible(method):
+    x0, starts, ci, cj, ck, le = _box_problem()
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x0))))
+    nxt = np.nonzero(np.append(seg[:-1] == seg[1:], False))[0]
+    sign = np.where(le, 1.0, -1.0)
+    previous = x0
+    for steps in range(1, 40):  # same seed: the walk after `steps` steps extends the one before
+        x = walk(x0, starts, ci, cj, ck, le, -1.0, 6.0, steps, seed=5, method=method, check_every=10**9)
+        assert not _violated_segments(x, seg, nxt, ci, cj, ck, sign, -1.0, 6.0, len(starts)).any()
+        previous = x
+    assert not np.array_equal(previous, x0)
+
+
+def test_uniform_on_the_ordered_simplex(con):
+    # 0 <= x1 <= ... <= x5 <= 1 (order and bounds only): order statistics of 5 uniforms
+    con.execute("""CREATE TABLE t AS SELECT range AS id, range // 5 AS grp, 0.1 + 0.2 * (range % 5) AS v FROM range(10000)""")
+    con.execute("CREATE TABLE none_kept AS SELECT * FROM localities('t', 'v', segment_size := 5, group_by := 'grp') WHERE false")
+    out = con.execute("""SELECT id % 5 AS coord, stddev_pop(v) FROM random_walk('t', 'v', 'none_kept', iterations := 300, seed := 11,
+                         lower := 0, upper := 1, segment_size := 5, group_by := 'grp') GROUP BY 1 ORDER BY 1""").fetchall()
+    exact = [np.sqrt(k * (5 - k + 1) / (36 * 7)) for k in range(1, 6)]  # .141 .178 .189 .178 .141
+    for (coord, sd), want in zip(out, exact):
+        assert abs(sd - want) < 0.012, (coord, sd, want)
+
+
+def test_same_seed_same_release_whatever_the_threads_and_new_seed_differs():
+    releases = {}
+    for threads, seed in [(1, 4), (2, 4), (2, 5)]:
+        con = duckdb_anon.connect(threads=threads)
+        con.execute("CREATE TABLE t AS SELECT range AS id, (hash(range) % 500)::DOUBLE AS v FROM range(2000)")
+        con.execute("CREATE TABLE locs AS SELECT * FROM localities('t', 'v', segment_size := 50, sample := 0.3)")
+        releases[(threads, seed)] = con.execute(
+            f"SELECT id, v FROM random_walk('t', 'v', 'locs', iterations := 50, seed := {seed}, segment_size := 50)").fetchall()
+        con.close()
+    assert releases[(1, 4)] == releases[(2, 4)]
+    assert releases[(2, 4)] != releases[(2, 5)]
+
+
+@pytest.mark.parametrize("args, words", [
+    ("iterations := -1", ["random_walk()", "'iterations'"]),
+    ("lower := 50, upper := 40", ["random_walk()", "'lower'"]),
+    ("lower := 30", ["random_walk()", "'lower'", "contain every value"]),
+    ("method := 'sideways'", ["random_walk()", "'method'"]),
+    ("segment_size := 50", ["random_walk()", "'locality_table'", "does not match"]),
+])
+def test_bad_arguments(ages, args, words):
+    with pytest.raises(duckdb.Error) as err:
+        ages.execute(f"SELECT * FROM random_walk('people', 'age', 'age_locs', {args})").fetchall()
+    for word in words:
+        assert word in str(err.value)
+    assert ages.execute("SELECT count(*), count(age) FROM people").fetchone() == (3000, 2940)
+
+
+def test_locality_table_of_another_column_is_refused(ages):
+    ages.execute("CREATE TABLE w_locs AS SELECT * FROM localities('people', 'fnlwgt', segment_size := 100, sample := 0.1)")
+    with pytest.raises(duckdb.Error, match="does not match"):
+        ages.execute("SELECT * FROM random_walk('people', 'age', 'w_locs', iterations := 5)").fetchall()

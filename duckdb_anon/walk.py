@@ -7,6 +7,12 @@ direction per segment, finds by a ratio test over the slacks of all constraints 
 interval (hit-and-run, the default, which samples the polytope uniformly in the limit) or uniform on
 [0, max(0, lambda_max)] (the paper's forward-only rule). All segments move together, vectorized.
 
+Directions: odd steps draw a direction uniformly on each segment's sphere; even steps shift every segment
+as a whole (the all-ones direction). A shift keeps every order and locality constraint, so only the domain
+bounds limit it, while a random direction in a segment with many nearly tight localities can move only a
+hair (fnlwgt on Adult: 3 units in 1,000 random steps, against segments 23,000 wide). The mixture of
+state-independent, symmetric directions keeps the uniform distribution stationary.
+
 Ties: from a point where values tie (Adult's age repeats each value hundreds of times, so most segments
 are one repeated value) almost no random direction is feasible, and hit-and-run would never move. The walk
 therefore starts with one step along the rank direction: each value's rank in its segment, centred, while
@@ -48,7 +54,12 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
     rng = np.random.default_rng(seed)
     checkpoint = x.copy()
     for step in range(0, iterations + 1):
-        u = _rank_direction(x, seg, starts, lower, upper) if step == 0 else rng.standard_normal(n)
+        if step == 0:
+            u = _rank_direction(x, seg, starts, lower, upper)
+        elif step % 2 == 0:  # every other step shifts whole segments: no order or locality limits a shift
+            u = np.ones(n)
+        else:
+            u = rng.standard_normal(n)
         norm = np.sqrt(np.add.reduceat(u * u, starts))
         u /= np.where(norm > 0, norm, 1.0)[seg]
         with np.errstate(divide="ignore", invalid="ignore"):

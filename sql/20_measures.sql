@@ -54,3 +54,33 @@ SELECT list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1]
            AS per_qi,
        (SELECT count(*) FROM keys) AS matched_rows
 FROM normalised, span_list;
+
+-- Distortion of a release (Xue, Karras et al.): the mean over entries of |t^A - t| / |t|, per column and
+-- overall, matching released and original rows on `id_column`. A released value may be a number or, for a
+-- typed Mondrian release (output := 'typed'), a STRUCT whose class `mean` stands for the value.
+-- Guard near zero: an entry whose original value lies within `guard` of zero is divided by `guard`
+-- instead (default: 1 % of the column's mean absolute value, or 1 if the column is all zeros), so zeros do
+-- not blow the mean up.
+-- NULLs on either side are left out.
+CREATE OR REPLACE MACRO distortion(release_table, original_table, columns, id_column, guard := NULL) AS TABLE
+WITH
+released AS (  -- long form: one JSON value per (row, column), so numbers and structs read alike
+    SELECT __anon_id, unnest(columns) AS column_name, unnest([*COLUMNS(columns)]) AS j
+    FROM (SELECT COLUMNS([id_column]) AS __anon_id, to_json(COLUMNS(columns)) FROM query_table(release_table))),
+original AS (
+    SELECT __anon_id, unnest(columns) AS column_name, unnest([*COLUMNS(columns)]) AS t
+    FROM (SELECT COLUMNS([id_column]) AS __anon_id, try_cast(COLUMNS(columns) AS DOUBLE) FROM query_table(original_table))),
+pairs AS (
+    SELECT o.column_name, o.t,
+           CASE json_type(r.j) WHEN 'OBJECT' THEN (r.j->>'mean')::DOUBLE ELSE try_cast(r.j::VARCHAR AS DOUBLE) END AS ta
+    FROM original o JOIN released r USING (__anon_id, column_name)),
+guarded AS (
+    SELECT *, coalesce(guard::DOUBLE, nullif(0.01 * avg(abs(t)) OVER (PARTITION BY column_name), 0), 1.0) AS g
+    FROM pairs WHERE t IS NOT NULL AND ta IS NOT NULL),
+per_column AS (
+    SELECT column_name, avg(abs(ta - t) / greatest(abs(t), g)) AS dst, count(*) AS entries
+    FROM guarded GROUP BY column_name)
+SELECT column_name, dst, entries FROM per_column
+UNION ALL
+SELECT '*', sum(dst * entries) / sum(entries), sum(entries) FROM per_column
+ORDER BY column_name = '*', column_name;

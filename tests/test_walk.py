@@ -103,3 +103,19 @@ def test_locality_table_of_another_column_is_refused(ages):
     ages.execute("CREATE TABLE w_locs AS SELECT * FROM localities('people', 'fnlwgt', segment_size := 100, sample := 0.1)")
     with pytest.raises(duckdb.Error, match="does not match"):
         ages.execute("SELECT * FROM random_walk('people', 'age', 'w_locs', iterations := 5)").fetchall()
+
+
+def test_distortion_of_numbers_and_of_a_typed_mondrian_release(con):
+    con.execute("CREATE TABLE o AS SELECT range AS id, (range % 10 + 1)::DOUBLE AS a, 0.0 AS z FROM range(100)")
+    con.execute("CREATE TABLE r AS SELECT id, a * 1.1 AS a, z + 0.5 AS z FROM o")
+    rows = {c: d for c, d, n in con.execute("SELECT * FROM distortion('r', 'o', ['a', 'z'], 'id')").fetchall()}
+    assert rows["a"] == pytest.approx(0.1)
+    assert rows["z"] == pytest.approx(0.5)  # an all-zero column: each entry divided by the fallback guard, 1
+    assert con.execute("SELECT dst FROM distortion('r', 'o', ['z'], 'id', guard := 0.25)").fetchone()[0] == pytest.approx(2.0)
+    assert rows["*"] == pytest.approx((rows["a"] + rows["z"]) / 2)
+    # a typed Mondrian release: the class mean stands for the value
+    con.execute("CREATE TABLE m AS SELECT * FROM mondrian('o', ['a'], 10, output := 'typed')")
+    pairs = con.execute("SELECT o.a AS t, m.a.mean AS ta FROM o JOIN m USING (id)").df()
+    expected = ((pairs["ta"] - pairs["t"]).abs() / pairs["t"]).mean()
+    assert con.execute("SELECT dst FROM distortion('m', 'o', ['a'], 'id') WHERE column_name = 'a'").fetchone()[0] \
+        == pytest.approx(expected)

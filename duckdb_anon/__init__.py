@@ -7,7 +7,8 @@ opens the file, with or without this package.
 """
 from duckdb_anon._install import connect, install, installed_version, sql_files
 from duckdb_anon.datasets import load_adult
+from duckdb_anon.pattern import preserve_patterns
 
 __version__ = "0.1.0"
 
-__all__ = ["connect", "install", "installed_version", "load_adult", "sql_files", "__version__"]
+__all__ = ["connect", "install", "installed_version", "load_adult", "preserve_patterns", "sql_files", "__version__"]

@@ -48,7 +48,7 @@ constraints AS (  -- one aggregate with one ORDER BY, so the four lists stay ali
 walked AS (
     SELECT anon_random_walk(p.x, p.starts, c.ci, c.cj, c.ck, c.le, d.lo, d.hi, iterations, seed, method) AS y
     FROM points p, constraints c, domain d, checks WHERE checks.ok)
-SELECT s.row_id, w.y[s.g + 1] AS walked FROM seg s, walked w;
+SELECT s.row_id AS __anon_walk_row, w.y[s.g + 1] AS __anon_walked FROM seg s, walked w;
 
 CREATE OR REPLACE MACRO random_walk(table_name, column_name, locality_table, iterations := 4000, seed := 0,
                                     lower := NULL, upper := NULL, method := 'hit_and_run', segment_size := 100,
@@ -56,8 +56,8 @@ CREATE OR REPLACE MACRO random_walk(table_name, column_name, locality_table, ite
 (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
 UNION ALL BY NAME
 (SELECT COLUMNS(lambda c: c <> column_name AND NOT starts_with(c, '__anon_')),
-        CASE WHEN COLUMNS([column_name]) IS NULL THEN NULL ELSE w.walked END
+        CASE WHEN COLUMNS([column_name]) IS NULL THEN NULL ELSE w.__anon_walked END
  FROM anon_numbered(table_name) r
  LEFT JOIN anon_random_walk_values(table_name, column_name, locality_table, iterations, seed, lower, upper, method,
-                                   segment_size, group_by) w ON w.row_id = r.__anon_row
+                                   segment_size, group_by) w ON w.__anon_walk_row = r.__anon_row
  ORDER BY r.__anon_row);  -- source order, so row ids (scan positions) carry over to a stored release

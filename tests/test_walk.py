@@ -22,6 +22,7 @@ def test_release_keeps_every_constraint_and_everything_else(ages):
     assert con.execute("SELECT count(*) FROM check_localities('pub', 'age', 'age_locs')").fetchone()[0] == 0
     src = con.execute("SELECT * FROM people ORDER BY rid").df()
     pub = con.execute("SELECT * FROM pub").df()
+    assert list(pub.columns) == list(src.columns)  # same columns, same order, nothing added
     assert list(pub["rid"]) == list(src["rid"])  # every row, in source order
     assert (pub["fnlwgt"].values == src["fnlwgt"].values).all() and (pub["sex"].values == src["sex"].values).all()
     assert (pub["age"].isna() == src["age"].isna()).all()  # NULLs stay NULL
@@ -119,3 +120,19 @@ def test_distortion_of_numbers_and_of_a_typed_mondrian_release(con):
     expected = ((pairs["ta"] - pairs["t"]).abs() / pairs["t"]).mean()
     assert con.execute("SELECT dst FROM distortion('m', 'o', ['a'], 'id') WHERE column_name = 'a'").fetchone()[0] \
         == pytest.approx(expected)
+
+
+def test_preserve_patterns_walks_several_columns(con):
+    duckdb_anon.load_adult(con, "adult")
+    con.execute("CREATE TABLE small AS SELECT * FROM adult WHERE rid < 2000")
+    tables = duckdb_anon.preserve_patterns(con, "small", ["age", "education_num"], "small_pub",
+                                           segment_size=50, sample=0.3, seed=2, iterations=100)
+    for col, locs in tables.items():
+        assert con.execute(f"SELECT count(*) FROM check_localities('small_pub', '{col}', '{locs}')").fetchone()[0] == 0
+    src, pub = (con.execute(f"SELECT * FROM {t} ORDER BY rid").df() for t in ("small", "small_pub"))
+    assert list(src.columns) == list(pub.columns) and len(src) == len(pub)
+    assert (src["fnlwgt"].values == pub["fnlwgt"].values).all()
+    assert (src["age"].values != pub["age"].values).mean() > 0.9
+    assert (src["education_num"].values != pub["education_num"].values).mean() > 0.9
+    leftovers = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '%__walking%'").fetchone()[0]
+    assert leftovers == 0

@@ -17,7 +17,7 @@ def quote(name: str) -> str:
 
 def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], target: str, *,
                       segment_size: int = 100, sample: float = 1.0, seed: int = 0, iterations: int = 4000,
-                      method: str = "hit_and_run") -> dict[str, str]:
+                      method: str = "hit_and_run", bounds: str = "domain") -> dict[str, str]:
     """Create table `target`: `table` with each of `columns` walked, and one locality table per column,
     named `<target>_<column>_localities`. Returns {column: locality table name}. `table` is resolved like
     query_table() (quote parts that need it); `target` is a plain table name. Existing tables of those
@@ -32,9 +32,9 @@ def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[
                         "segment_size := ?, sample := ?, seed := ?)", [table, col, segment_size, sample, seed])
             out = target if i == len(columns) - 1 else f"{scratch}{i % 2}"
             con.execute(f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT * FROM random_walk(?, ?, ?, "
-                        "iterations := ?, seed := ?, method := ?, segment_size := ?)",
+                        "iterations := ?, seed := ?, method := ?, segment_size := ?, bounds := ?)",
                         [current if i == 0 else quote(current), col, quote(names[col]), iterations, seed + i,
-                         method, segment_size])
+                         method, segment_size, bounds])
             current = out
     finally:
         for i in range(2):

@@ -32,7 +32,8 @@ METHODS = ("hit_and_run", "forward")
 
 def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method="hit_and_run", check_every=100):
     """Walk `values` (sorted by segment, then position; segment s starts at starts[s]) and return the new
-    values. ci/cj/ck index into `values`; le[c] is True for x_j - x_i <= x_k - x_j, False for >=."""
+    values. ci/cj/ck index into `values`; le[c] is True for x_j - x_i <= x_k - x_j, False for >=.
+    lower/upper: one bound for every value, or one per segment."""
     x = np.asarray(values, dtype=np.float64).copy()
     starts = np.asarray(starts, dtype=np.int64)
     n, segments = len(x), len(starts)
@@ -41,6 +42,8 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
     if method not in METHODS:
         raise ValueError(f"random_walk(): argument 'method' must be one of {METHODS}, got {method!r}")
     seg = np.repeat(np.arange(segments), np.diff(np.append(starts, n)))
+    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (segments,))[seg]
+    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (segments,))[seg]
     # order pair (g, g+1) is attached to g; the last value of a segment has none
     has_next = np.append(seg[:-1] == seg[1:], False)
     nxt = np.nonzero(has_next)[0]
@@ -132,10 +135,8 @@ def register(con) -> None:
     def udf(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method):
         out = []
         for r in range(len(values)):
-            res = walk(values[r].values.to_numpy(zero_copy_only=False), starts[r].values.to_numpy(zero_copy_only=False),
-                       ci[r].values.to_numpy(zero_copy_only=False), cj[r].values.to_numpy(zero_copy_only=False),
-                       ck[r].values.to_numpy(zero_copy_only=False), le[r].values.to_numpy(zero_copy_only=False),
-                       lower[r].as_py(), upper[r].as_py(), iterations[r].as_py(), seed[r].as_py(), method[r].as_py())
+            res = walk(*(a[r].values.to_numpy(zero_copy_only=False) for a in (values, starts, ci, cj, ck, le, lower, upper)),
+                       iterations[r].as_py(), seed[r].as_py(), method[r].as_py())
             out.append(res)
         return pa.array(out, type=pa.list_(pa.float64()))
 
@@ -145,5 +146,5 @@ def register(con) -> None:
         pass
     con.create_function("anon_random_walk", udf,
                         ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
-                         "DOUBLE", "DOUBLE", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
+                         "DOUBLE[]", "DOUBLE[]", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
                         type="arrow", side_effects=False)

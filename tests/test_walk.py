@@ -90,6 +90,7 @@ def test_same_seed_same_release_whatever_the_threads_and_new_seed_differs():
     ("lower := 50, upper := 40", ["random_walk()", "'lower'"]),
     ("lower := 30", ["random_walk()", "'lower'", "contain every value"]),
     ("method := 'sideways'", ["random_walk()", "'method'"]),
+    ("bounds := 'galaxy'", ["random_walk()", "'bounds'"]),
     ("segment_size := 50", ["random_walk()", "'locality_table'", "does not match"]),
 ])
 def test_bad_arguments(ages, args, words):
@@ -136,3 +137,15 @@ def test_preserve_patterns_walks_several_columns(con):
     assert (src["education_num"].values != pub["education_num"].values).mean() > 0.9
     leftovers = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '%__walking%'").fetchone()[0]
     assert leftovers == 0
+
+
+def test_segment_bounds_keep_the_whole_column_in_order(ages):
+    con = ages
+    con.execute("CREATE TABLE pub AS SELECT * FROM random_walk('people', 'age', 'age_locs', iterations := 200, seed := 3, "
+                "bounds := 'segment')")
+    assert con.execute("SELECT count(*) FROM check_localities('pub', 'age', 'age_locs')").fetchone()[0] == 0
+    pairs = con.execute("SELECT p.age AS walked, s.age AS original FROM people s JOIN pub p USING (rid) "
+                        "WHERE s.age IS NOT NULL ORDER BY s.age, s.rid").df()
+    # sorted by the original (ties in row order, as segments are), the walked values never decrease
+    assert (np.diff(pairs["walked"].to_numpy()) >= 0).all()
+    assert (pairs["walked"] != pairs["original"]).mean() > 0.5

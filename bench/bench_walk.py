@@ -12,9 +12,15 @@ COLUMNS = ["age", "fnlwgt", "education_num"]
 
 def main():
     iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
+    for walk_threads in (None, 1):
+        run(iterations, walk_threads)
+
+
+def run(iterations, walk_threads):
     con = duckdb_anon.connect()
     duckdb_anon.load_adult(con, "adult")
-    print(f"Adult, segment 100, sample 0.1, {iterations} iterations\n")
+    setting = "DuckDB's default threads" if walk_threads is None else f"SET threads = {walk_threads} for the walk"
+    print(f"Adult, segment 100, sample 0.1, {iterations} iterations, {setting}\n")
     print("| column | localities | extract (s) | walk (s) | check (s) | constraint-steps/s | violations | distortion |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     total = 0.0
@@ -22,10 +28,14 @@ def main():
         t0 = time.perf_counter()
         con.execute(f"CREATE TABLE locs_{col} AS SELECT * FROM localities('adult', '{col}', segment_size := 100, "
                     "sample := 0.1, seed := 7)")
+        default_threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+        if walk_threads:
+            con.execute(f"SET threads = {walk_threads}")
         t1 = time.perf_counter()
         con.execute(f"CREATE TABLE pub_{col} AS SELECT * FROM random_walk('adult', '{col}', 'locs_{col}', "
                     f"iterations := {iterations}, seed := 7)")
         t2 = time.perf_counter()
+        con.execute(f"SET threads = {default_threads}")
         bad = con.execute(f"SELECT count(*) FROM check_localities('pub_{col}', '{col}', 'locs_{col}')").fetchone()[0]
         t3 = time.perf_counter()
         kept = con.execute(f"SELECT count(*) FROM locs_{col}").fetchone()[0]
@@ -36,7 +46,7 @@ def main():
         print(f"| {col} | {kept:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} | {steps / (t2 - t1):,.0f} | {bad} | {dst:.3f} |",
               flush=True)
         total += t3 - t0
-    print(f"\nwhole pipeline, three columns: {total:.1f} s")
+    print(f"\nwhole pipeline, three columns: {total:.1f} s\n")
     con.close()
 
 

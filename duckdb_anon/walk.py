@@ -25,15 +25,25 @@ state.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 METHODS = ("hit_and_run", "forward")
 
 
+BLOCKS = 2  # segments are walked in this many independent blocks, in parallel threads (one per core here)
+
+
 def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method="hit_and_run", check_every=100):
     """Walk `values` (sorted by segment, then position; segment s starts at starts[s]) and return the new
     values. ci/cj/ck index into `values`; le[c] is True for x_j - x_i <= x_k - x_j, False for >=.
-    lower/upper: one bound for every value, or one per segment."""
+    lower/upper: one bound for every value, or one per segment.
+
+    Segments never interact, so they are cut into BLOCKS contiguous blocks, each walked with its own random
+    stream (seeded by seed and the block number) in a thread pool: numpy releases the GIL for most of the
+    work. The blocks do not depend on the number of threads, so neither does the release."""
     x = np.asarray(values, dtype=np.float64).copy()
     starts = np.asarray(starts, dtype=np.int64)
     n, segments = len(x), len(starts)
@@ -41,59 +51,90 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
         return x
     if method not in METHODS:
         raise ValueError(f"random_walk(): argument 'method' must be one of {METHODS}, got {method!r}")
-    seg = np.repeat(np.arange(segments), np.diff(np.append(starts, n)))
-    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (segments,))[seg]
-    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (segments,))[seg]
-    # order pair (g, g+1) is attached to g; the last value of a segment has none
-    has_next = np.append(seg[:-1] == seg[1:], False)
-    nxt = np.nonzero(has_next)[0]
+    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (segments,))
+    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (segments,))
     ci, cj, ck = (np.asarray(a, dtype=np.int64) for a in (ci, cj, ck))
-    sign = np.where(np.asarray(le, dtype=bool), 1.0, -1.0)  # a.x <= 0 with a = sign * (-1, 2, -1)
+    le = np.asarray(le, dtype=bool)
+    edges = np.linspace(0, segments, min(BLOCKS, segments) + 1).astype(np.int64)  # segment ranges
+    bounds = np.append(starts, n)
+    jobs = []
+    for b in range(len(edges) - 1):
+        first, last = bounds[edges[b]], bounds[edges[b + 1]]  # value range of the block
+        mine = (ci >= first) & (ci < last)
+        jobs.append((b, first, last, starts[edges[b]:edges[b + 1]] - first, ci[mine] - first, cj[mine] - first,
+                     ck[mine] - first, le[mine], lower[edges[b]:edges[b + 1]], upper[edges[b]:edges[b + 1]]))
+
+    def run(job):
+        b, first, last, *rest = job
+        x[first:last] = _walk_block(x[first:last].copy(), *rest, iterations, np.random.default_rng([seed, b]),
+                                    method, check_every)
+
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        list(pool.map(run, jobs))
+    return x
+
+
+def _walk_block(x, starts, ci, cj, ck, le, lower, upper, iterations, rng, method, check_every):
+    n, segments = len(x), len(starts)
+    seg = np.repeat(np.arange(segments), np.diff(np.append(starts, n)))
+    lower, upper = lower[seg], upper[seg]
+    # order pair (g, g+1) is attached to g; the last value of a segment has none
+    opens = np.append(seg[:-1] == seg[1:], False)
+    nxt = np.nonzero(opens)[0]
+    sign = np.where(le, 1.0, -1.0)  # a.x <= 0 with a = sign * (-1, 2, -1)
     by_segment = np.argsort(seg[ci], kind="stable")  # localities grouped by segment, for reduceat
     ci, cj, ck, sign = ci[by_segment], cj[by_segment], ck[by_segment], sign[by_segment]
     lseg = seg[ci]
     lstarts = np.nonzero(np.diff(lseg, prepend=-1))[0] if len(lseg) else np.zeros(0, dtype=np.int64)
     lsegs = lseg[lstarts]
-    rng = np.random.default_rng(seed)
     checkpoint = x.copy()
     for step in range(0, iterations + 1):
-        if step == 0:
-            u = _rank_direction(x, seg, starts, lower, upper)
-        elif step % 2 == 0:  # every other step shifts whole segments: no order or locality limits a shift
-            u = np.ones(n)
+        if step > 0 and step % 2 == 0:
+            # every other step shifts whole segments: a shift leaves every order and locality term unchanged,
+            # so only the bounds limit it and the ratio test reduces to two per-segment extremes
+            lam_lo = np.minimum(np.maximum.reduceat(lower - x, starts), 0.0)
+            lam_hi = np.maximum(np.minimum.reduceat(upper - x, starts), 0.0)
+            move = np.ones(n)
         else:
-            u = rng.standard_normal(n)
-        norm = np.sqrt(np.add.reduceat(u * u, starts))
-        u /= np.where(norm > 0, norm, 1.0)[seg]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # per value: its bounds and the order pair it opens, merged before one reduction per segment
-            up_b, lo_b = (upper - x) / u, (lower - x) / u
-            hi_v = np.where(u > 0, up_b, np.where(u < 0, lo_b, np.inf))
-            lo_v = np.where(u > 0, lo_b, np.where(u < 0, up_b, -np.inf))
-            au = np.zeros(n)
-            au[nxt] = u[nxt] - u[nxt + 1]
-            ratio = np.zeros(n)
-            ratio[nxt] = (x[nxt + 1] - x[nxt]) / au[nxt]
-            hi_v = np.minimum(hi_v, np.where(au > 0, ratio, np.inf))
-            lo_v = np.maximum(lo_v, np.where(au < 0, ratio, -np.inf))
-            lam_hi = np.minimum.reduceat(hi_v, starts)
-            lam_lo = np.maximum.reduceat(lo_v, starts)
-            if len(ci):
-                au_l = sign * (2 * u[cj] - u[ci] - u[ck])
-                r_l = sign * (x[ci] - 2 * x[cj] + x[ck]) / au_l
-                lam_hi[lsegs] = np.minimum(lam_hi[lsegs], np.minimum.reduceat(np.where(au_l > 0, r_l, np.inf), lstarts))
-                lam_lo[lsegs] = np.maximum(lam_lo[lsegs], np.maximum.reduceat(np.where(au_l < 0, r_l, -np.inf), lstarts))
-        lam_lo, lam_hi = np.minimum(lam_lo, 0.0), np.maximum(lam_hi, 0.0)  # the current point is feasible
+            u = _rank_direction(x, seg, starts, lower, upper) if step == 0 else rng.standard_normal(n)
+            norm = np.sqrt(np.add.reduceat(u * u, starts))
+            u /= np.where(norm > 0, norm, 1.0)[seg]
+            lam_lo, lam_hi = _chord(x, u, starts, opens, ci, cj, ck, sign, lstarts, lsegs, lower, upper)
+            move = u
         if method == "forward" or step == 0:
             lam = lam_hi * rng.random(segments)
         else:
             lam = lam_lo + (lam_hi - lam_lo) * rng.random(segments)
-        x += (lam * (1.0 - 1e-12))[seg] * u  # a hair inside, so rounding rarely touches a facet
+        x += (lam * (1.0 - 1e-12))[seg] * move  # a hair inside, so rounding rarely touches a facet
         if step % check_every == 0 or step == iterations:  # step 0 is checked too
             bad = _violated_segments(x, seg, nxt, ci, cj, ck, sign, lower, upper, segments)
             x[bad[seg]] = checkpoint[bad[seg]]
             checkpoint = x.copy()
     return x
+
+
+def _chord(x, u, starts, opens, ci, cj, ck, sign, lstarts, lsegs, lower, upper):
+    """Per segment, the interval [lam_lo, lam_hi] of steps x + lam*u that keep every constraint: the ratio
+    test over the slacks of the bounds, the order pairs and the localities. opens[g]: value g opens an order
+    pair (g, g+1), i.e. it is not the last of its segment."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # per value: the bound it runs into going forward (upper if u > 0) and going back
+        moving = u != 0
+        hi_v = np.where(moving, (np.where(u > 0, upper, lower) - x) / u, np.inf)
+        lo_v = np.where(moving, (np.where(u > 0, lower, upper) - x) / u, -np.inf)
+        # the order pair it opens, on contiguous slices: x_g + lam u_g <= x_{g+1} + lam u_{g+1}
+        du = u[:-1] - u[1:]
+        ratio = (x[1:] - x[:-1]) / du
+        hi_v[:-1] = np.minimum(hi_v[:-1], np.where(opens[:-1] & (du > 0), ratio, np.inf))
+        lo_v[:-1] = np.maximum(lo_v[:-1], np.where(opens[:-1] & (du < 0), ratio, -np.inf))
+        lam_hi = np.minimum.reduceat(hi_v, starts)
+        lam_lo = np.maximum.reduceat(lo_v, starts)
+        if len(ci):
+            au_l = sign * (2 * u[cj] - u[ci] - u[ck])
+            r_l = sign * (x[ci] - 2 * x[cj] + x[ck]) / au_l
+            lam_hi[lsegs] = np.minimum(lam_hi[lsegs], np.minimum.reduceat(np.where(au_l > 0, r_l, np.inf), lstarts))
+            lam_lo[lsegs] = np.maximum(lam_lo[lsegs], np.maximum.reduceat(np.where(au_l < 0, r_l, -np.inf), lstarts))
+    return np.minimum(lam_lo, 0.0), np.maximum(lam_hi, 0.0)  # the current point is feasible
 
 
 def _rank_direction(x, seg, starts, lower, upper):

@@ -149,3 +149,23 @@ def test_segment_bounds_keep_the_whole_column_in_order(ages):
     # sorted by the original (ties in row order, as segments are), the walked values never decrease
     assert (np.diff(pairs["walked"].to_numpy()) >= 0).all()
     assert (pairs["walked"] != pairs["original"]).mean() > 0.5
+
+
+def test_all_equal_values_spread_out_within_explicit_bounds(con):
+    con.execute("CREATE TABLE flat AS SELECT range AS id, 5.0 AS v FROM range(40)")
+    con.execute("CREATE TABLE flat_locs AS SELECT * FROM localities('flat', 'v', segment_size := 20)")
+    assert con.execute("SELECT count(*) FROM flat_locs").fetchone()[0] == 0  # ties imply no locality
+    out = con.execute("SELECT v FROM random_walk('flat', 'v', 'flat_locs', iterations := 50, lower := 0, upper := 10, "
+                      "segment_size := 20) ORDER BY id").df()["v"].to_numpy()
+    assert ((out >= 0) & (out <= 10)).all() and len(np.unique(out)) == 40
+    for segment in (out[:20], out[20:]):  # rows keep their order inside each segment (ties in row order)
+        assert (np.diff(segment) >= 0).all()
+
+
+def test_hostile_table_name_walks_and_drops_nothing(con):
+    con.execute("CREATE TABLE victim AS SELECT 1 AS x")
+    name = '"x""; DROP TABLE victim; --"'
+    con.execute(f"CREATE TABLE {name} AS SELECT range AS id, (range * 13 % 17)::DOUBLE AS v FROM range(40)")
+    con.execute(f"CREATE TABLE locs AS SELECT * FROM localities(?, 'v', segment_size := 20)", [name])
+    rows = con.execute("SELECT count(*) FROM random_walk(?, 'v', 'locs', iterations := 20, segment_size := 20)", [name]).fetchone()[0]
+    assert rows == 40 and con.execute("SELECT count(*) FROM victim").fetchone()[0] == 1

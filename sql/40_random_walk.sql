@@ -31,6 +31,8 @@ loc AS (  -- the locality table, matched to the segments; a row that does not ma
 checks AS (
     SELECT anon_check(NOT regexp_matches(typeof(iterations), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') OR iterations < 0,
                       'random_walk', 'iterations', 'must be an integer >= 0, got ' || coalesce(iterations::VARCHAR, 'NULL'))
+       AND anon_check(NOT regexp_matches(typeof(seed), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') OR seed < 0,
+                      'random_walk', 'seed', 'must be an integer >= 0, got ' || coalesce(seed::VARCHAR, 'NULL'))
        AND anon_check(bounds IS NULL OR bounds NOT IN ('domain', 'segment'), 'random_walk', 'bounds',
                       'must be ''domain'' or ''segment'', got ' || coalesce('''' || bounds || '''', 'NULL'))
        AND anon_check(method IS NULL OR method NOT IN ('hit_and_run', 'forward'), 'random_walk', 'method',

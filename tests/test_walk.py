@@ -91,6 +91,7 @@ def test_same_seed_same_release_whatever_the_threads_and_new_seed_differs():
     ("lower := 30", ["random_walk()", "'lower'", "contain every value"]),
     ("method := 'sideways'", ["random_walk()", "'method'"]),
     ("bounds := 'galaxy'", ["random_walk()", "'bounds'"]),
+    ("seed := -3", ["random_walk()", "'seed'"]),
     ("segment_size := 50", ["random_walk()", "'locality_table'", "does not match"]),
 ])
 def test_bad_arguments(ages, args, words):

@@ -51,9 +51,14 @@ GROUP BY __anon_cell;
 CREATE OR REPLACE MACRO anon_partition(table_name, qis, k, mode, categorical_order, rule) AS TABLE
 WITH RECURSIVE
 cells AS MATERIALIZED (SELECT * FROM anon_cells(table_name, qis, categorical_order)),
-raw AS MATERIALIZED (
-    SELECT __anon_cell AS cell, __anon_n AS n, [*COLUMNS(qis)] AS keys
-    FROM (SELECT __anon_cell, __anon_n, struct_extract(COLUMNS(qis), 'k') FROM cells)),
+qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
+    SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
+                                                                      lambda name: lower(name)), lower(q))) AS perm
+    FROM query_table(table_name) LIMIT 1),
+raw AS MATERIALIZED (  -- keys in the order of the qis list: ties between QIs go to the earliest listed
+    SELECT __anon_cell AS cell, __anon_n AS n, list_transform(o.perm, lambda p: t[p]) AS keys
+    FROM (SELECT __anon_cell, __anon_n, [*COLUMNS(qis)] AS t
+          FROM (SELECT __anon_cell, __anon_n, struct_extract(COLUMNS(qis), 'k') FROM cells)), qi_order o),
 nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range beyond the largest
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi

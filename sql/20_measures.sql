@@ -50,7 +50,9 @@ SELECT list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1]
            / len(qis) AS ncp_percent,
        list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
            / len(qis) / 100 AS gcp,
-       map(qis, list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
+       -- the lists follow the table's column order (as COLUMNS(list) does), so label them with those names
+       map((SELECT struct_keys(struct_pack(*COLUMNS(qis))) FROM query_table(original_table) LIMIT 1),
+           list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
            AS per_qi,
        (SELECT count(*) FROM keys) AS matched_rows
 FROM normalised, span_list;

@@ -88,3 +88,13 @@ def test_release_measures(adult_con):
     assert cavg == pytest.approx(30162 / len(sizes) / 10)
     eq = adult_con.execute(f"SELECT sum(class_size), count(*) FROM equivalence_classes('rel10', {ADULT_QI_SQL})").fetchone()
     assert eq == (30162, len(sizes))
+
+
+def test_ncp_per_qi_labels_follow_the_columns_whatever_the_list_order(adult_con):
+    adult_con.execute(f"CREATE OR REPLACE TEMP TABLE rel5 AS SELECT * FROM mondrian('adult', {ADULT_QI_SQL}, 5)")
+    listed = adult_con.execute(f"SELECT per_qi FROM ncp('rel5', 'adult', {ADULT_QI_SQL}, 'rid')").fetchone()[0]
+    reordered = "[" + ", ".join(f"'{q}'" for q in reversed(ADULT_QIS)) + "]"
+    reverse = adult_con.execute(f"SELECT per_qi FROM ncp('rel5', 'adult', {reordered}, 'rid')").fetchone()[0]
+    assert dict(listed) == pytest.approx(dict(reverse))
+    assert dict(listed)["sex"] == pytest.approx(
+        adult_con.execute("SELECT per_qi['sex'] FROM ncp('rel5', 'adult', ['sex'], 'rid')").fetchone()[0])

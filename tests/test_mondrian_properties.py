@@ -50,13 +50,15 @@ def test_every_class_has_k_rows_and_contains_its_values(con, case):
 
 
 @SETTINGS
-@given(tables(nulls=False))
-def test_partition_equals_the_reference_implementation(con, case):
+@given(tables(nulls=False), st.permutations(["x", "c", "y"]))
+def test_partition_equals_the_reference_implementation(con, case, order):
     df, k, mode = case
     _load(con, df)
-    classes = con.execute(f"SELECT row_id, class_id FROM mondrian_classes('t', ['x', 'c', 'y'], {k}, '{mode}')").df()
+    qis = "[" + ", ".join(f"'{q}'" for q in order) + "]"  # any list order: ties go to the earliest listed QI
+    classes = con.execute(f"SELECT row_id, class_id FROM mondrian_classes('t', {qis}, {k}, '{mode}')").df()
     codes = {v: i for i, v in enumerate(pd.unique(df["c"]))}
-    keys = [(float(x), float(codes[c]), float(y)) for x, c, y in zip(df["x"], df["c"], df["y"])]
+    columns = {"x": df["x"].astype(float), "c": df["c"].map(codes).astype(float), "y": df["y"].astype(float)}
+    keys = list(zip(*(columns[q] for q in order)))
     expected = sorted(tuple(sorted(c)) for c in mondrian_reference(keys, k, mode))
     got = sorted(tuple(sorted(g)) for g in (classes["row_id"] - 1).groupby(classes["class_id"]).apply(list))
     assert got == expected

@@ -1,0 +1,97 @@
+-- Re-identification in sparse micro-data: the Scoreboard-RH attack of Narayanan and Shmatikov (IEEE S&P
+-- 2008), and a seeded generator of ratings-like data to try it on. Pure SQL, set-based.
+
+-- Synthetic sparse data in long form (record_id, item, value, ts): per-user activity exponential with mean
+-- ratings_per_user, item popularity a power law (item = floor(items * U^3): low ids popular), ratings 1..5,
+-- dates over six years from 2000-01-01. Deterministic from seed.
+CREATE OR REPLACE MACRO synthetic_ratings(users, items := 2000, ratings_per_user := 50, seed := 0) AS TABLE
+WITH
+u AS (SELECT range AS record_id,
+             1 + floor(-ln(greatest(hash(seed, range, 'n')::DOUBLE / 18446744073709551616.0, 1e-12))
+                       * (ratings_per_user - 1))::BIGINT AS n
+      FROM range(users)),
+draws AS (
+    SELECT record_id,
+           floor(items * pow(hash(seed, record_id, j, 'i')::DOUBLE / 18446744073709551616.0, 3))::BIGINT AS item,
+           1 + (hash(seed, record_id, j, 'v') % 5)::INTEGER AS value,
+           DATE '2000-01-01' + (hash(seed, record_id, j, 'd') % 2190)::INTEGER AS ts
+    FROM u, range(n) AS r(j))
+SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER BY record_id, item, ts;
+
+-- Scoreboard-RH. For every target of `aux_table` (target_id, item, value, ts: what the adversary knows) and
+-- every record of `published_table` (record_id, item, value, ts) sharing an item with it:
+--   score = sum over shared items of wt(i) * Sim, wt(i) = 1 / ln |supp(i)| (supp: records rating the item;
+--   at least 2), Sim = exp(-|value difference| / rho0) + exp(-|days apart| / d0) (the date term only where
+--   both dates are known and use_dates).
+-- Records sharing no item score 0 and still count in sigma (the standard deviation of the target's scores
+-- over all records) and in the entropy of Pi(r) ~ exp(score / sigma). One row per target: the best record,
+-- its score and the runner-up's, sigma, eccentricity (best - second) / sigma, matched (eccentricity >= phi)
+-- and entropy_bits.
+CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true) AS TABLE
+WITH
+published AS (SELECT record_id, item, value::DOUBLE AS value, ts FROM query_table(published_table)),
+aux AS (SELECT target_id, item, value::DOUBLE AS value, ts FROM query_table(aux_table)),
+records AS (SELECT count(DISTINCT record_id) AS n FROM published),
+weights AS (SELECT item, 1.0 / ln(greatest(count(*), 2)) AS wt FROM published GROUP BY item),
+scores AS (  -- one row per (target, candidate record sharing an item)
+    SELECT a.target_id, p.record_id,
+           sum(w.wt * (exp(-abs(p.value - a.value) / rho0)
+                       + CASE WHEN use_dates AND a.ts IS NOT NULL AND p.ts IS NOT NULL
+                              THEN exp(-abs(date_diff('day', a.ts::DATE, p.ts::DATE)) / d0) ELSE 0 END)) AS score
+    FROM aux a JOIN published p USING (item) JOIN weights w USING (item)
+    GROUP BY a.target_id, p.record_id),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY target_id ORDER BY score DESC, record_id) AS place FROM scores),
+per_target AS (
+    SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2,
+           max(score) FILTER (WHERE place = 1) AS best, coalesce(max(score) FILTER (WHERE place = 2), 0) AS second,
+           max(record_id) FILTER (WHERE place = 1) AS best_record
+    FROM ranked GROUP BY target_id),
+stats AS (  -- sigma over all records (zeros included)
+    SELECT t.*, sqrt(greatest(t.s2 / r.n - pow(t.s1 / r.n, 2), 0)) AS sigma, r.n FROM per_target t, records r),
+entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 contribute exp(0) = 1 each
+    SELECT s.target_id,
+           (ln(sum(exp(k.score / s.sigma)) + (s.n - s.candidates))
+            - sum(exp(k.score / s.sigma) * k.score / s.sigma) / (sum(exp(k.score / s.sigma)) + (s.n - s.candidates)))
+           / ln(2) AS entropy_bits
+    FROM stats s JOIN scores k USING (target_id) WHERE s.sigma > 0 GROUP BY s.target_id, s.n, s.candidates)
+SELECT s.target_id, s.best_record, s.best AS score, s.second AS runner_up, s.sigma,
+       CASE WHEN s.sigma > 0 THEN (s.best - s.second) / s.sigma END AS eccentricity,
+       coalesce((s.best - s.second) / nullif(s.sigma, 0) >= phi, false) AS matched,
+       e.entropy_bits
+FROM stats s LEFT JOIN entropy e USING (target_id)
+ORDER BY s.target_id;
+
+-- Evaluation against ground truth (target_id, record_id; record_id NULL when the target is absent from the
+-- release): reidentified = share of present targets matched to their own record; false_match_rate = share
+-- of absent targets matched to anyone; median_entropy_bits over all targets.
+CREATE OR REPLACE MACRO deanonymize_evaluate(published_table, aux_table, truth_table, rho0 := 1.5, d0 := 30, phi := 1.5,
+                                             use_dates := true) AS TABLE
+SELECT count(*) FILTER (WHERE t.record_id IS NOT NULL) AS present_targets,
+       avg(CASE WHEN d.matched AND d.best_record = t.record_id THEN 1.0 ELSE 0.0 END)
+           FILTER (WHERE t.record_id IS NOT NULL) AS reidentified,
+       count(*) FILTER (WHERE t.record_id IS NULL) AS absent_targets,
+       avg(CASE WHEN d.matched THEN 1.0 ELSE 0.0 END) FILTER (WHERE t.record_id IS NULL) AS false_match_rate,
+       median(d.entropy_bits) AS median_entropy_bits
+FROM query_table(truth_table) t
+LEFT JOIN deanonymize(published_table, aux_table, rho0 := rho0, d0 := d0, phi := phi, use_dates := use_dates) d
+    USING (target_id);
+
+-- What an adversary might know, for experiments: for `targets` records of table_name (chosen by seed),
+-- known_items of their items, each rating moved by a whole number in [-value_noise, value_noise] and each
+-- date by up to days_noise days (no dates with with_dates := false). Columns: target_id (= record_id),
+-- item, value, ts.
+CREATE OR REPLACE MACRO synthetic_aux(table_name, targets, known_items := 8, value_noise := 0, days_noise := 14,
+                                      with_dates := true, seed := 0) AS TABLE
+WITH
+chosen AS (SELECT record_id FROM (SELECT DISTINCT record_id FROM query_table(table_name))
+           ORDER BY hash(seed, record_id, 't') LIMIT targets),
+picked AS (
+    SELECT t.record_id, t.item, t.value, t.ts,
+           row_number() OVER (PARTITION BY t.record_id ORDER BY hash(seed, t.record_id, t.item, 'k')) AS pick
+    FROM query_table(table_name) t JOIN chosen USING (record_id))
+SELECT record_id AS target_id, item,
+       value + CASE WHEN value_noise > 0
+                    THEN (hash(seed, record_id, item, 'v') % (2 * value_noise + 1))::INTEGER - value_noise ELSE 0 END AS value,
+       CASE WHEN with_dates THEN ts::DATE + ((hash(seed, record_id, item, 'd') % (2 * days_noise + 1))::INTEGER - days_noise) END AS ts
+FROM picked WHERE pick <= known_items;

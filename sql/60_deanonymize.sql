@@ -95,3 +95,28 @@ SELECT record_id AS target_id, item,
                     THEN (hash(seed, record_id, item, 'v') % (2 * value_noise + 1))::INTEGER - value_noise ELSE 0 END AS value,
        CASE WHEN with_dates THEN ts::DATE + ((hash(seed, record_id, item, 'd') % (2 * days_noise + 1))::INTEGER - days_noise) END AS ts
 FROM picked WHERE pick <= known_items;
+
+-- Linkage audit for perturbed releases (random_walk(), noise): an adversary knows the exact QI values of
+-- the people in aux_table (with their ids); each is linked to the released record nearest to those values
+-- (Euclidean over QIs scaled by the release's range). One row: people, linked_to_own_record (the share
+-- whose nearest record is their own, by id_column) and mean_rank (the average position of their own record
+-- among all records ordered by distance; 1 = nearest). Numeric QIs only.
+CREATE OR REPLACE MACRO linkage_nearest(release_table, aux_table, qis, id_column) AS TABLE
+WITH
+rel AS (SELECT COLUMNS([id_column]) AS __anon_id, [*COLUMNS(qis)]::DOUBLE[] AS v FROM query_table(release_table)),
+aux AS (SELECT COLUMNS([id_column]) AS __anon_id, [*COLUMNS(qis)]::DOUBLE[] AS v FROM query_table(aux_table)),
+scale AS (  -- per QI: 1 / the release's range
+    SELECT list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 1.0 END ORDER BY d) AS inv
+    FROM (SELECT d, min(x) AS lo, max(x) AS hi FROM (SELECT unnest(range(len(v))) AS d, unnest(v) AS x FROM rel) GROUP BY d)),
+distances AS (
+    SELECT a.__anon_id AS person, r.__anon_id AS record,
+           list_sum(list_transform(range(len(a.v)), lambda i: pow((a.v[i + 1] - r.v[i + 1]) * s.inv[i + 1], 2))) AS dist
+    FROM aux a CROSS JOIN rel r CROSS JOIN scale s),
+ranks AS (
+    SELECT person, record, rank() OVER (PARTITION BY person ORDER BY dist) AS place,
+           count(*) OVER (PARTITION BY person, dist) AS tied
+    FROM distances)
+SELECT count(*) AS people,
+       avg(CASE WHEN place = 1 THEN 1.0 / tied ELSE 0 END) AS linked_to_own_record,
+       avg(place) AS mean_rank
+FROM ranks WHERE person = record;

@@ -170,3 +170,17 @@ def test_hostile_table_name_walks_and_drops_nothing(con):
     con.execute(f"CREATE TABLE locs AS SELECT * FROM localities(?, 'v', segment_size := 20)", [name])
     rows = con.execute("SELECT count(*) FROM random_walk(?, 'v', 'locs', iterations := 20, segment_size := 20)", [name]).fetchone()[0]
     assert rows == 40 and con.execute("SELECT count(*) FROM victim").fetchone()[0] == 1
+
+
+def test_linkage_audit_falls_as_the_walk_moves_values(con):
+    duckdb_anon.load_adult(con, "adult")
+    con.execute("CREATE TABLE small AS SELECT rid, age, education_num, fnlwgt FROM adult WHERE rid < 1500")
+    con.execute("CREATE TABLE known AS SELECT * FROM small WHERE rid % 10 = 0")  # the adversary's 150 people
+    qis = "['age', 'fnlwgt', 'education_num']"
+    # unchanged data: everyone links to their own record (distinct QI vectors), up to exact ties
+    raw = con.execute(f"SELECT linked_to_own_record, mean_rank FROM linkage_nearest('small', 'known', {qis}, 'rid')").fetchone()
+    assert raw[0] > 0.95 and raw[1] < 1.1
+    duckdb_anon.preserve_patterns(con, "small", ["age", "fnlwgt", "education_num"], "small_pub",
+                                  segment_size=50, sample=0.3, seed=1, iterations=200)
+    walked = con.execute(f"SELECT linked_to_own_record, mean_rank FROM linkage_nearest('small_pub', 'known', {qis}, 'rid')").fetchone()
+    assert walked[0] < raw[0] / 2 and walked[1] > 10 * raw[1]

@@ -6,9 +6,9 @@ shipped Adult data). Once installed into a database file, the macros work from a
 opens the file, with or without this package.
 """
 from duckdb_anon._install import connect, install, installed_version, sql_files
-from duckdb_anon.datasets import load_adult
+from duckdb_anon.datasets import load_adult, load_adult_hierarchies
 from duckdb_anon.pattern import preserve_patterns
 
 __version__ = "0.1.0"
 
-__all__ = ["connect", "install", "installed_version", "load_adult", "preserve_patterns", "sql_files", "__version__"]
+__all__ = ["connect", "install", "installed_version", "load_adult", "load_adult_hierarchies", "preserve_patterns", "sql_files", "__version__"]

@@ -29,3 +29,24 @@ def load_adult(con: duckdb.DuckDBPyConnection, name: str = "adult") -> str:
     con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM read_parquet(?) ORDER BY rid",
                 [str(adult_path())])
     return name
+
+
+#: Adult's categorical QIs that have a generalization hierarchy (from qiyuangong/Basic_Mondrian, MIT),
+#: shipped as ``data/hierarchies/adult_<qi>.txt`` in the ``leaf;parent;...;*`` text format.
+ADULT_HIERARCHY_QIS = ["workclass", "marital_status", "occupation", "race", "sex", "native_country"]
+
+
+def hierarchy_path(qi: str) -> Path:
+    return Path(str(resources.files("duckdb_anon") / "data" / "hierarchies" / f"adult_{qi}.txt"))
+
+
+def load_adult_hierarchies(con: duckdb.DuckDBPyConnection, prefix: str = "h_") -> dict[str, str]:
+    """Create (or replace) one hierarchy table per categorical Adult QI, named prefix + QI, by the SQL
+    loader ``hierarchy_from_text``. Returns {qi: table name}, ready for ``mondrian(..., hierarchies := ...)``."""
+    tables = {}
+    for qi in ADULT_HIERARCHY_QIS:
+        name = prefix + qi
+        quoted = '"' + name.replace('"', '""') + '"'
+        con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM hierarchy_from_text(?)", [str(hierarchy_path(qi))])
+        tables[qi] = name
+    return tables

@@ -17,60 +17,91 @@
 CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
     SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);
 
-CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order) AS TABLE
-WITH grouped AS MATERIALIZED (
-    SELECT COLUMNS(qis), count(*) AS __anon_n, min(__anon_row) AS __anon_cell
+CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order, fn := 'mondrian', hierarchy_sql := NULL,
+                                   sensitive := NULL) AS TABLE
+WITH grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its sensitive value
+    SELECT COLUMNS(qis), CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s,
+           count(*) AS __anon_n, min(__anon_row) AS __anon_cell
     FROM anon_numbered(table_name) GROUP BY ALL),
+hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_hierarchy_sql(fn, NULL, qis)))),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
-ordered AS (  -- per QI an order key before ranking: the value, or the category's first cell / value rank
+ordered AS (  -- per QI an order key before ranking: the value, or the category's first cell / value rank;
+              -- under a hierarchy, the leaf's code (a value the hierarchy lacks is an error naming it)
     SELECT __anon_cell,
         {'num': anon_is_numeric(COLUMNS(qis)),
-         'f': CASE WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
+         'hier': hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL,
+         'f': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
+                   THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                                 error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || alias(COLUMNS(qis))
+                                       || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
+                                       || ', a value of the column'))::DOUBLE
+                   WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
                    WHEN categorical_order = 'value' THEN dense_rank() OVER (ORDER BY COLUMNS(qis) NULLS LAST)
                    ELSE min(__anon_cell) OVER (PARTITION BY COLUMNS(qis)) END}
-    FROM grouped),
+    FROM grouped LEFT JOIN hier ON true),
 ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1
     SELECT __anon_cell,
-        CASE WHEN struct_extract(COLUMNS(qis), 'num') THEN struct_extract(COLUMNS(qis), 'f')
+        CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
+             THEN struct_extract(COLUMNS(qis), 'f')
              ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END
     FROM ordered)
 -- Pair each QI's value with its key under the QI's name. Two different COLUMNS() cannot meet in one
 -- expression, so the halves come from a union by name and meet in a GROUP BY.
-SELECT __anon_cell, any_value(__anon_n) AS __anon_n, any_value(__anon_key) AS __anon_key,
+SELECT __anon_cell, any_value(__anon_n) AS __anon_n, any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s,
        {'v': any_value(struct_extract(COLUMNS(qis), 'v')), 'k': any_value(struct_extract(COLUMNS(qis), 'k'))}
-FROM ((SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, {'v': COLUMNS(qis), 'k': NULL::DOUBLE} FROM grouped)
+FROM ((SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s, {'v': COLUMNS(qis), 'k': NULL::DOUBLE} FROM grouped)
       UNION ALL BY NAME
       (SELECT __anon_cell, {'v': NULL, 'k': COLUMNS(qis)} FROM ranked))
 GROUP BY __anon_cell;
 
--- Partition the cells. Returns (cell, off, n, part, __anon_key, <one {'v', 'k'} column per QI>): rows
--- off .. off+n-1 (in row order) of cell `cell` belong to partition `part`. `rule` picks the split dimension: 'actual' = widest normalised range of the
--- partition's own values; 'inherited' = widest range of the region the partition was cut from, as the
--- public C and Python implementations do (they reach the published NCP figures).
-CREATE OR REPLACE MACRO anon_partition(table_name, qis, k, mode, categorical_order, rule) AS TABLE
+-- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
+-- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`. `rule` picks the split
+-- dimension: 'actual' = widest normalised range of the partition's own values; 'inherited' = widest range
+-- of the region the partition was cut from, as the public C and Python implementations do (they reach the
+-- published NCP figures). A QI with a hierarchy is cut into the children of the node covering the
+-- partition's leaves, its width being that node's share of the leaves (whatever the rule). `model`
+-- ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a cut allowable only if every side satisfies it.
+CREATE OR REPLACE MACRO anon_partition(table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
 WITH RECURSIVE
-cells AS MATERIALIZED (SELECT * FROM anon_cells(table_name, qis, categorical_order)),
+cells AS MATERIALIZED (
+    SELECT * FROM anon_cells(table_name, qis, categorical_order, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
 qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
     FROM query_table(table_name) LIMIT 1),
+sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
+    SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
 raw AS MATERIALIZED (  -- keys in the order of the qis list: ties between QIs go to the earliest listed
-    SELECT __anon_cell AS cell, __anon_n AS n, list_transform(o.perm, lambda p: t[p]) AS keys
-    FROM (SELECT __anon_cell, __anon_n, [*COLUMNS(qis)] AS t
-          FROM (SELECT __anon_cell, __anon_n, struct_extract(COLUMNS(qis), 'k') FROM cells)), qi_order o),
+    SELECT __anon_cell AS cell, __anon_n AS n, sr.r AS s, list_transform(o.perm, lambda p: t[p]) AS keys
+    FROM (SELECT __anon_cell, __anon_n, __anon_s, [*COLUMNS(qis)] AS t
+          FROM (SELECT __anon_cell, __anon_n, __anon_s, struct_extract(COLUMNS(qis), 'k') FROM cells)) c
+    JOIN sensitive_ranks sr ON sr.s IS NOT DISTINCT FROM c.__anon_s, qi_order o),
 nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range beyond the largest
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d)),
 keyed AS MATERIALIZED (  -- vrank: the cell's place in QI-vector order, for relaxed mode's tie sharing
-    SELECT cell, n, keys, row_number() OVER (ORDER BY keys, cell) AS vrank
-    FROM (SELECT cell, n, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls)),
+    SELECT cell, n, s, keys, row_number() OVER (ORDER BY keys, cell) AS vrank
+    FROM (SELECT cell, n, s, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls)),
+hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
+    SELECT list_transform(qis, lambda q: h.nodes[lower(q)]) AS nodes,
+           list_transform(qis, lambda q: h.leaf_counts[lower(q)]) AS leaf_counts
+    FROM anon_hierarchy_maps('mondrian', hierarchy_sql) h),
+leaf_ancestors AS MATERIALIZED (  -- per (QI position, leaf code): the code runs' starts of its ancestors
+    SELECT list_position(list_transform(qis, lambda q: lower(q)), qi) - 1 AS d, code::DOUBLE AS key, anc
+    FROM anon_hierarchy_leaves('mondrian', hierarchy_sql)),
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
-           list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv
+           list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv,
+           any_value(h.nodes) AS hnodes, any_value(h.leaf_counts) AS hleaves
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
-          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d)),
+          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d), hierarchies h),
+table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, for the models
+    SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
+           list({'r': r, 'n': n} ORDER BY r) AS hist,
+           (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name)) AS ordered
+    FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM sensitive_ranks)),
 -- The recursive state is kept narrow, (cell, off, n, part, step) plus the region for split_rule
 -- 'inherited'; each iteration joins the cells' keys back in. Each iteration emits only the pieces it moved,
 -- and a piece's last row (highest step) is where it ended: a plain UNION ALL and one final pick cost less
@@ -79,10 +110,17 @@ parts(cell, off, n, part, step, blo, bhi) AS (
     SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, 0,
            CASE WHEN rule = 'inherited' THEN span.root_lo END::DOUBLE[],
            CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[]
-    FROM keyed, span
+    FROM keyed, span, table_dist td
+    WHERE anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(td.hist, model, td.q, td.cq, td.ordered),
+                     'mondrian', CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
+                     'cannot be met: the whole table is only '
+                     || CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(td.hist)::VARCHAR || ' (distinct)'
+                             WHEN 'entropy' THEN round(anon_entropy_l(td.hist), 3)::VARCHAR || ' (entropy)'
+                             ELSE anon_recursive_l(td.hist, struct_extract(model, 'c'))::VARCHAR || ' (recursive)' END
+                     || '-diverse in ''' || coalesce(sensitive, '') || '''')
     UNION ALL
     (WITH
-    state AS (SELECT p.*, kd.keys, kd.vrank FROM parts p JOIN keyed kd USING (cell)),
+    state AS (SELECT p.*, kd.keys, kd.vrank, kd.s FROM parts p JOIN keyed kd USING (cell)),
     freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
         SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d
         FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
@@ -101,32 +139,60 @@ parts(cell, off, n, part, step, blo, bhi) AS (
         SELECT part, d, lo, hi, split, nxt, cum - cnt AS below,
                CASE WHEN mode = 'strict' THEN cum ELSE n // 2 END AS go_left,
                cum > n // 2 AS ties_stay_right,
-               CASE WHEN mode = 'strict' THEN cum >= k AND n - cum >= k ELSE n // 2 >= k AND hi > lo END AS valid,
-               CASE WHEN rule = 'inherited' THEN bhi_d - blo_d ELSE hi - lo END * span.inv[d + 1] AS width
+               span.hnodes[d + 1] IS NOT NULL AS hier,
+               anon_lca(span.hnodes[d + 1], lo, hi).depth AS node_depth,
+               CASE WHEN span.hnodes[d + 1] IS NOT NULL THEN hi > lo  -- children still to be checked for k
+                    WHEN mode = 'strict' THEN cum >= k AND n - cum >= k ELSE n // 2 >= k AND hi > lo END AS valid,
+               CASE WHEN span.hnodes[d + 1] IS NOT NULL THEN anon_hierarchy_width(span.hnodes[d + 1], span.hleaves[d + 1], lo, hi)
+                    WHEN rule = 'inherited' THEN (bhi_d - blo_d) * span.inv[d + 1]
+                    ELSE (hi - lo) * span.inv[d + 1] END AS width
         FROM medians, span),
+    sides AS (  -- the groups a cut would make, where they need checking: the children of a hierarchical QI's
+                -- node (k and the models), the two halves of a numeric cut (the models; k is checked above)
+        SELECT c.part, c.d, CASE WHEN c.hier THEN la.anc[c.node_depth + 2] ELSE (f.key > c.split)::BIGINT END AS g,
+               f.s, sum(f.cnt) AS cnt
+        FROM (SELECT part, d, key, NULL::BIGINT AS s, cnt FROM freq WHERE sensitive IS NULL
+              UNION ALL
+              SELECT part, d, key, s, sum(n) AS cnt
+              FROM (SELECT part, n, s, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state WHERE sensitive IS NOT NULL)
+              GROUP BY part, d, key, s) f
+        JOIN candidates c USING (part, d)
+        LEFT JOIN leaf_ancestors la ON c.hier AND la.d = f.d AND la.key = f.key
+        WHERE c.valid AND (c.hier OR sensitive IS NOT NULL)
+        GROUP BY ALL),
+    side_checks AS (  -- per cut: do all sides hold k rows and the models; each side's rows before it (its offset)
+        SELECT part, d, bool_and(ok) AS ok, list({'g': g, 'before': before}) AS offsets
+        FROM (SELECT part, d, g, sum(cnt) >= k AND (sensitive IS NULL OR anon_model_holds(
+                         list({'r': s, 'n': cnt} ORDER BY s), model, any_value(td.q), any_value(td.cq), any_value(td.ordered))) AS ok,
+                     sum(sum(cnt)) OVER (PARTITION BY part, d ORDER BY g) - sum(cnt) AS before
+              FROM sides, table_dist td GROUP BY part, d, g)
+        GROUP BY part, d),
     decisions AS (  -- one per splittable partition: the widest valid QI, ties to the earliest
         SELECT part, d AS dim, split, nxt, go_left::BIGINT AS go_left, below::BIGINT AS below, ties_stay_right,
-               [width, -d] AS chosen
-        FROM candidates WHERE valid
+               hier, node_depth, sc.offsets, [width, -d] AS chosen
+        FROM candidates c LEFT JOIN side_checks sc USING (part, d)
+        WHERE valid AND (NOT (hier OR sensitive IS NOT NULL) OR coalesce(sc.ok, false))
         QUALIFY row_number() OVER (PARTITION BY part ORDER BY width DESC, d) = 1),
     regions AS (  -- split_rule 'inherited' only: every QI's width and actual range, to update the region
         SELECT part, list([width, -d] ORDER BY d) AS widths, list(lo ORDER BY d) AS los, list(hi ORDER BY d) AS his
         FROM candidates WHERE rule = 'inherited' GROUP BY part),
-    placed AS (
-        SELECT w.*, dec.* EXCLUDE (part), reg.* EXCLUDE (part), w.keys[dec.dim + 1] AS v
-        FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)),
+    placed AS (  -- hier_before: for a hierarchical cut, the rows of the children before the cell's own child
+        SELECT w.*, dec.* EXCLUDE (part, offsets), reg.* EXCLUDE (part), w.keys[dec.dim + 1] AS v,
+               list_filter(dec.offsets, lambda o: o.g = la.anc[dec.node_depth + 2])[1].before AS hier_before
+        FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)
+        LEFT JOIN leaf_ancestors la ON dec.hier AND la.d = dec.dim AND la.key = w.keys[dec.dim + 1]),
     tied AS (  -- relaxed mode only: tied rows before each tie cell, taken in QI-vector order (similar rows
                -- stay together), then row order
         SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY vrank, off
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-        FROM placed WHERE mode = 'relaxed' AND v = split),
+        FROM placed WHERE mode = 'relaxed' AND v = split AND NOT hier),
     shares AS (  -- rows of each cell that go left: all, none, or a tie cell's share of the ties
-        SELECT p.*, CASE WHEN v < split OR (mode = 'strict' AND v = split) THEN n
+        SELECT p.*, CASE WHEN hier OR v < split OR (mode = 'strict' AND v = split) THEN n
                          WHEN v > split THEN 0
                          ELSE least(greatest(go_left - below - t.before, 0), n) END AS lefts
         FROM placed p LEFT JOIN tied t USING (cell, off))
     SELECT cell, off + piece.skip, piece.n,
-           CASE WHEN piece.side = 0 THEN part ELSE part + go_left END,
+           CASE WHEN piece.side = 0 THEN part + coalesce(hier_before, 0) ELSE part + go_left END,
            step + 1,
            CASE WHEN rule = 'inherited' THEN list_transform(range(len(keys)), lambda i:
                CASE WHEN i = dim AND piece.side = 0 THEN los[i + 1]
@@ -151,10 +217,12 @@ JOIN cells c ON c.__anon_cell = p.cell;
 -- __anon_class, __anon_size, and each QI replaced by its class's label STRUCT(text, lo, hi, mean): the
 -- text rendering, typed bounds (in the QI's order), and the mean for plain numbers. Labels are made once
 -- per class and attached to cells, so every source row needs one join.
-CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, categorical_order, rule) AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql,
+                                               sensitive, model) AS TABLE
 WITH
-pieces AS MATERIALIZED (SELECT * FROM anon_partition(table_name, qis, k, mode, categorical_order, rule)),
-labels AS (
+pieces AS MATERIALIZED (
+    SELECT * FROM anon_partition(table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model)),
+plain_labels AS (
     SELECT part, row_number() OVER (ORDER BY part) AS __anon_class, sum(n) AS __anon_size,
         {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),
                                  list_transform(list_sort(list(DISTINCT {'k': struct_extract(COLUMNS(qis), 'k'),
@@ -163,6 +231,7 @@ labels AS (
                                  bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
                                  anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
                                  anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))),
+         'kmin': min(struct_extract(COLUMNS(qis), 'k')), 'kmax': max(struct_extract(COLUMNS(qis), 'k')),
          'lo': CASE WHEN anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v')))
                     THEN min(struct_extract(COLUMNS(qis), 'v'))
                     ELSE arg_min(struct_extract(COLUMNS(qis), 'v'), struct_extract(COLUMNS(qis), 'k')) END,
@@ -174,20 +243,29 @@ labels AS (
                       THEN sum(try_cast(struct_extract(COLUMNS(qis), 'v') AS DOUBLE) * n)
                            / sum(CASE WHEN struct_extract(COLUMNS(qis), 'v') IS NOT NULL THEN n END) END}
     FROM pieces GROUP BY part),
+labels AS (  -- a QI with a hierarchy reads as the node covering the class's leaves
+    SELECT part, __anon_class, __anon_size,
+        {'text': CASE WHEN h.nodes[lower(alias(COLUMNS(qis)))] IS NULL THEN struct_extract(COLUMNS(qis), 'text')
+                      ELSE anon_lca(h.nodes[lower(alias(COLUMNS(qis)))], struct_extract(COLUMNS(qis), 'kmin'),
+                                    struct_extract(COLUMNS(qis), 'kmax')).name END,
+         'lo': struct_extract(COLUMNS(qis), 'lo'), 'hi': struct_extract(COLUMNS(qis), 'hi'),
+         'mean': struct_extract(COLUMNS(qis), 'mean')}
+    FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql) h),
 cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
     -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
-    SELECT c.__anon_key, c.cell, lb.* EXCLUDE (part)
-    FROM (SELECT any_value(__anon_key) AS __anon_key, cell, CASE WHEN count(*) = 1 THEN any_value(part) END AS part,
+    SELECT c.__anon_key, c.__anon_s, c.cell, lb.* EXCLUDE (part)
+    FROM (SELECT any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s, cell, CASE WHEN count(*) = 1 THEN any_value(part) END AS part,
                  sum(sum(n)) OVER () AS total_rows
           FROM pieces GROUP BY cell) c
     LEFT JOIN labels lb ON lb.part = c.part
     WHERE anon_check(k > c.total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
                                                  || c.total_rows::VARCHAR || ' rows')),
 located AS (
-    SELECT r.* EXCLUDE (__anon_key), c.* EXCLUDE (__anon_key)
-    FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c)), row(*COLUMNS(qis)) AS __anon_key
+    SELECT r.* EXCLUDE (__anon_key, __anon_s), c.* EXCLUDE (__anon_key, __anon_s)
+    FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
+                 CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
           FROM anon_numbered(table_name)) r
-    JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key)
+    JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key AND r.__anon_s IS NOT DISTINCT FROM c.__anon_s)
 SELECT * EXCLUDE (cell) FROM located WHERE __anon_class IS NOT NULL
 UNION ALL BY NAME  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece. The
                   -- mode test lets the optimizer drop this branch (and its sort) in strict mode.
@@ -204,75 +282,32 @@ JOIN labels lb ON lb.part = p.part;
 -- its class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'. Rows come in no
 -- particular order (sorting 1M rows back into source order cost 0.35 s); add ORDER BY where it matters.
 -- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes types from the rows.
-CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                             sensitive, model) AS TABLE
 SELECT * EXCLUDE (__anon_row) FROM (
     (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
             struct_extract(COLUMNS(qis), 'text')
-     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule)));
+     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule,
+                                  hierarchy_sql, sensitive, model)));
 
-CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                             sensitive, model) AS TABLE
 SELECT * EXCLUDE (__anon_row) FROM (
     (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
             struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
                         mean := struct_extract(COLUMNS(qis), 'mean'))
-     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule)));
+     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule,
+                                  hierarchy_sql, sensitive, model)));
 
-CREATE OR REPLACE MACRO anon_mondrian_classes(table_name, qis, k, mode, categorical_order, split_rule) AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_classes(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                             sensitive, model) AS TABLE
 SELECT __anon_row AS row_id, __anon_class AS class_id, __anon_size AS class_size,
        struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
                    mean := struct_extract(COLUMNS(qis), 'mean'))
-FROM anon_mondrian_labelled('mondrian_classes', table_name, qis, k, mode, categorical_order, split_rule)
+FROM anon_mondrian_labelled('mondrian_classes', table_name, qis, k, mode, categorical_order, split_rule,
+                                  hierarchy_sql, sensitive, model)
 ORDER BY row_id;
-
--- The user-facing macros check their scalar arguments and then call one of the macros above through
--- query(), built from fixed text and escaped literals only (anon_sql_literal): no argument can escape into
--- the SQL. The string is folded when the query is bound, so a wrong argument fails before anything runs,
--- with an error naming the function and the argument. (query() is also what lets `output` change the
--- result's column types.)
-CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule) AS
-    'SELECT * FROM ' || target || '('
-    || anon_sql_literal(table_name) || ', '
-    || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
-                 THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
-            WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')
-            WHEN len(list_distinct(try_cast(qis AS VARCHAR[]))) < len(try_cast(qis AS VARCHAR[]))
-                 THEN error(fn || '(): argument ''qis'' lists a column twice')
-            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
-                 THEN error(fn || '(): argument ''qis'' holds NULL or a reserved __anon_ name')
-            ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
-    || CASE WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
-                 THEN error(fn || '(): argument ''k'' must be an integer, got ' || coalesce(k::VARCHAR, 'NULL'))
-            WHEN try_cast(k AS BIGINT) IS NULL OR try_cast(k AS BIGINT) < 1
-                 THEN error(fn || '(): argument ''k'' must be at least 1, got ' || coalesce(k::VARCHAR, 'NULL'))
-            ELSE try_cast(k AS BIGINT)::VARCHAR END || ', '
-    || CASE WHEN mode IS NULL OR mode::VARCHAR NOT IN ('strict', 'relaxed')
-                 THEN error(fn || '(): argument ''mode'' must be ''strict'' or ''relaxed'', got ' || coalesce('''' || mode::VARCHAR || '''', 'NULL'))
-            ELSE anon_sql_literal(mode) END || ', '
-    || CASE WHEN categorical_order IS NULL OR categorical_order::VARCHAR NOT IN ('appearance', 'value')
-                 THEN error(fn || '(): argument ''categorical_order'' must be ''appearance'' or ''value'', got '
-                            || coalesce('''' || categorical_order::VARCHAR || '''', 'NULL'))
-            ELSE anon_sql_literal(categorical_order) END || ', '
-    || CASE WHEN split_rule IS NULL OR split_rule::VARCHAR NOT IN ('actual', 'inherited')
-                 THEN error(fn || '(): argument ''split_rule'' must be ''actual'' or ''inherited'', got '
-                            || coalesce('''' || split_rule::VARCHAR || '''', 'NULL'))
-            ELSE anon_sql_literal(split_rule) END
-    || ')';
-
-CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
-                                 categorical_order := 'appearance', split_rule := 'actual') AS TABLE
-SELECT * FROM query(anon_mondrian_call('mondrian',
-    CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
-         ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
-                    || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
-    table_name, qis, k, mode, categorical_order, split_rule));
-
--- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
--- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
-CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
-                                         split_rule := 'actual') AS TABLE
-SELECT * FROM query(anon_mondrian_call('mondrian_classes', 'anon_mondrian_classes',
-    table_name, qis, k, mode, categorical_order, split_rule));

@@ -22,25 +22,41 @@ FROM (SELECT count(*) AS class_size
 -- rows are matched on `id_column` (present in both), classes are the release's groups of identical QI
 -- values, and each class's width on a QI is taken from the ORIGINAL values of its rows:
 -- (max - min) / the whole table's range for numbers and dates; (highest - lowest category code) /
--- (categories - 1) for categories, coded by first appearance (or by value, categorical_order := 'value').
+-- (categories - 1) for categories, coded by first appearance (or by value, categorical_order := 'value');
+-- with a hierarchy (hierarchies := {'qi': 'table'}), the leaves under the node covering the class's values
+-- / the hierarchy's leaves, a single leaf counting 0 (Xu et al. 2006).
 -- NCP% = 100 * sum over classes of size * sum of widths / (QIs * rows). GCP is the same as a fraction.
 -- NULLs in numeric QIs are left out of the widths (in categorical QIs NULL is one more category).
 -- Also returns per_qi: each QI's own NCP%.
-CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categorical_order := 'appearance') AS TABLE
+CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categorical_order := 'appearance',
+                            hierarchies := NULL) AS TABLE
 WITH
-cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order)),
+cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order, fn := 'ncp',
+                                   hierarchy_sql := anon_hierarchy_sql('ncp', hierarchies, qis))),
+hier AS (SELECT * FROM anon_hierarchy_maps('ncp', anon_hierarchy_sql('ncp', hierarchies, qis))),
 original AS (
     SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_key FROM query_table(original_table)),
 released AS (
     SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM query_table(release_table)),
 keys AS (  -- each released row: its class and the order keys of its original values
-    SELECT r.__anon_class, c.* EXCLUDE (__anon_cell, __anon_n, __anon_key)
+    SELECT r.__anon_class, c.* EXCLUDE (__anon_cell, __anon_n, __anon_key, __anon_s)
     FROM released r JOIN original o USING (__anon_id) JOIN cells c ON c.__anon_key IS NOT DISTINCT FROM o.__anon_key),
-spans AS (
+raw_spans AS (
     SELECT max(struct_extract(COLUMNS(qis), 'k')) - min(struct_extract(COLUMNS(qis), 'k')) FROM keys),
-widths AS (  -- per class: size * width on each QI
-    SELECT count(*) * (max(struct_extract(COLUMNS(qis), 'k')) - min(struct_extract(COLUMNS(qis), 'k')))
+spans AS (  -- a hierarchical QI's widths come normalised already
+    SELECT CASE WHEN hier.nodes[lower(alias(COLUMNS(qis)))] IS NOT NULL THEN 1.0 ELSE COLUMNS(qis) END
+    FROM raw_spans LEFT JOIN hier ON true),
+ranges AS (  -- per class: size and the range of each QI's keys
+    SELECT count(*) AS __anon_size,
+           {'lo': min(struct_extract(COLUMNS(qis), 'k')), 'hi': max(struct_extract(COLUMNS(qis), 'k'))}
     FROM keys GROUP BY __anon_class),
+widths AS (  -- per class: size * width on each QI
+    SELECT __anon_size * CASE WHEN hier.nodes[lower(alias(COLUMNS(qis)))] IS NULL
+                              THEN struct_extract(COLUMNS(qis), 'hi') - struct_extract(COLUMNS(qis), 'lo')
+                              ELSE anon_hierarchy_width(hier.nodes[lower(alias(COLUMNS(qis)))],
+                                                        hier.leaf_counts[lower(alias(COLUMNS(qis)))],
+                                                        struct_extract(COLUMNS(qis), 'lo'), struct_extract(COLUMNS(qis), 'hi')) END
+    FROM ranges LEFT JOIN hier ON true),
 per_qi AS (
     SELECT 100.0 * sum(COLUMNS(qis)) / (SELECT count(*) FROM keys) FROM widths),
 normalised AS (  -- divide each QI's total by its span (0 when the QI is constant)

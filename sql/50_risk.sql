@@ -13,38 +13,26 @@ rows AS (
     SELECT COLUMNS(qis), row(*COLUMNS(qis)) AS __anon_class,
            CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
     FROM query_table(table_name)),
-overall AS (  -- the table's sensitive distribution, in the value order used by the ordered distance
-    SELECT __anon_s AS s, count(*) / sum(count(*)) OVER () AS q,
-           dense_rank() OVER (ORDER BY __anon_s) AS rank, count(*) OVER () AS m
-    FROM rows GROUP BY __anon_s),
-cells AS (  -- per (class, sensitive value): the class's share
-    SELECT __anon_class, __anon_s AS s, count(*) AS n, count(*) / sum(count(*)) OVER (PARTITION BY __anon_class) AS p
-    FROM rows GROUP BY __anon_class, __anon_s),
-distances AS (  -- per class, both EMDs over every sensitive value (absent ones have p = 0)
-    SELECT cl.__anon_class,
-           0.5 * sum(abs(coalesce(ce.p, 0) - o.q)) AS emd_equal,
-           max(o.m) AS m, list(coalesce(ce.p, 0) - o.q ORDER BY o.rank) AS diffs
-    FROM (SELECT DISTINCT __anon_class FROM cells) cl CROSS JOIN overall o
-    LEFT JOIN cells ce ON ce.__anon_class = cl.__anon_class AND ce.s IS NOT DISTINCT FROM o.s
-    GROUP BY cl.__anon_class),
-profile AS (
-    SELECT __anon_class, sum(n) AS class_size, count(*) AS distinct_sensitive,
-           exp(-sum(p * ln(p))) AS entropy_l, list(n ORDER BY n DESC) AS counts
-    FROM cells GROUP BY __anon_class)
+overall AS (  -- the table's sensitive values, ranked in the value order used by the ordered distance
+    SELECT __anon_s AS s, count(*) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM rows GROUP BY __anon_s),
+table_dist AS (  -- q: the table's share of each rank; cq: its running total
+    SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
+           (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name)) AS ordered
+    FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM overall)),
+classes AS (  -- per class: its histogram of sensitive ranks
+    SELECT g.__anon_class, sum(g.n) AS class_size, list({'r': o.r, 'n': g.n} ORDER BY o.r) AS hist
+    FROM (SELECT __anon_class, __anon_s, count(*) AS n FROM rows GROUP BY __anon_class, __anon_s) g
+    JOIN overall o ON o.s IS NOT DISTINCT FROM g.__anon_s
+    GROUP BY g.__anon_class)
 SELECT nm.* EXCLUDE (__anon_class),
-       p.class_size, 1.0 / p.class_size AS prosecutor_risk,
-       CASE WHEN sensitive IS NOT NULL THEN p.distinct_sensitive END AS distinct_l,
-       CASE WHEN sensitive IS NOT NULL THEN p.entropy_l END AS entropy_l,
-       CASE WHEN sensitive IS NOT NULL THEN len(list_filter(range(1, len(p.counts) + 1),
-           lambda l: p.counts[1] < c * list_sum(list_slice(p.counts, l, len(p.counts))))) END AS recursive_l,
-       CASE WHEN sensitive IS NULL THEN NULL
-            WHEN (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name))
-            THEN CASE WHEN d.m > 1 THEN list_sum(list_transform(list_transform(range(1, len(d.diffs) + 1),
-                          lambda i: list_sum(list_slice(d.diffs, 1, i))), lambda x: abs(x))) / (d.m - 1) ELSE 0 END
-            ELSE d.emd_equal END AS t
-FROM profile p JOIN distances d USING (__anon_class)
+       cl.class_size, 1.0 / cl.class_size AS prosecutor_risk,
+       CASE WHEN sensitive IS NOT NULL THEN anon_distinct_l(cl.hist) END AS distinct_l,
+       CASE WHEN sensitive IS NOT NULL THEN anon_entropy_l(cl.hist) END AS entropy_l,
+       CASE WHEN sensitive IS NOT NULL THEN anon_recursive_l(cl.hist, c) END AS recursive_l,
+       CASE WHEN sensitive IS NOT NULL THEN anon_emd(cl.hist, td.q, td.cq, td.ordered) END AS t
+FROM classes cl CROSS JOIN table_dist td
 JOIN (SELECT DISTINCT __anon_class, COLUMNS(qis) FROM rows) nm USING (__anon_class)
-ORDER BY p.class_size;
+ORDER BY cl.class_size;
 
 -- One row: the privacy models a release achieves. k (smallest class); with a sensitive column, distinct l,
 -- entropy l and recursive (c, l) (the smallest over classes) and t (the largest EMD over classes).

@@ -1,0 +1,125 @@
+-- Generalization hierarchies as tables. Pure SQL.
+--
+-- A hierarchy table has one row per leaf value: `leaf VARCHAR, path VARCHAR[]`, where path runs from the
+-- leaf to the root, e.g. ('Self-emp-inc', ['Self-emp-inc', 'Self-employ', '*']). Depths may differ between
+-- leaves. A data value is matched to its leaf by its text (value::VARCHAR), so numbers and dates work too.
+--
+-- Inside the macros each leaf gets a code: its rank when leaves are sorted by their path read from the
+-- root. Every node's leaves then form one run of consecutive codes [lo, hi], so a set of leaves is covered
+-- by the deepest node whose run contains the set's smallest and largest code (their lowest common
+-- ancestor), and a node has hi - lo + 1 leaves.
+
+-- Load the text format of ../shared/datasets/hierarchies/: one leaf a line, `leaf;parent;...;root`.
+CREATE OR REPLACE MACRO hierarchy_from_text(file_path) AS TABLE
+SELECT path[1] AS leaf, path
+FROM (SELECT string_split(rtrim(line, chr(13)), ';') AS path
+      FROM (SELECT unnest(string_split(content, chr(10))) AS line FROM read_text(file_path)))
+WHERE path[1] <> '';
+
+-- Nested intervals over a numeric column's distinct values: `widths` are increasing, each a multiple of
+-- the one before (so intervals nest), e.g. [5, 10, 20]. Intervals start at multiples of their width.
+-- Integer columns read `20-24`; other numbers read `[20,25)`.
+CREATE OR REPLACE MACRO hierarchy_intervals(table_name, column_name, widths) AS TABLE
+SELECT v::VARCHAR AS leaf,
+       [v::VARCHAR] || list_transform(widths, lambda w:
+           CASE WHEN regexp_matches(typeof(v), 'INT')
+                THEN (floor(v / w) * w)::BIGINT::VARCHAR || '-' || (floor(v / w) * w + w - 1)::BIGINT::VARCHAR
+                ELSE '[' || (floor(v / w) * w)::VARCHAR || ',' || (floor(v / w) * w + w)::VARCHAR || ')' END)
+       || ['*'] AS path
+FROM (SELECT DISTINCT COLUMNS([column_name]) AS v FROM query_table(table_name))
+WHERE v IS NOT NULL
+  AND anon_check(len(widths) = 0 OR list_bool_or(list_transform(range(1, len(widths)), lambda i:
+                     widths[i + 1] <= widths[i] OR widths[i + 1] / widths[i] <> floor(widths[i + 1] / widths[i])))
+                 OR widths[1] <= 0,
+                 'hierarchy_intervals', 'widths', 'must be positive and increasing, each a multiple of the one before')
+ORDER BY v;
+
+-- Dates: day -> month -> year -> '*' (timestamps add their own text as the leaf below the day).
+CREATE OR REPLACE MACRO hierarchy_dates(table_name, column_name) AS TABLE
+SELECT v::VARCHAR AS leaf,
+       list_distinct([v::VARCHAR, strftime(v::DATE, '%Y-%m-%d')]) || [strftime(v::DATE, '%Y-%m'), year(v)::VARCHAR, '*'] AS path
+FROM (SELECT DISTINCT COLUMNS([column_name]) AS v FROM query_table(table_name))
+WHERE v IS NOT NULL
+ORDER BY v;
+
+-- SQL text that reads every hierarchy named in `hierarchies` (a STRUCT or MAP, QI name -> table name) as
+-- rows (qi, leaf, path), built from escaped literals only. Checked here, at bind time: each key is one of
+-- the QIs. Without hierarchies, an empty relation of the same shape.
+CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
+    CASE WHEN hierarchies IS NULL OR len(json_keys(to_json(hierarchies))) = 0
+         THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false'
+         WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h:
+                  NOT list_contains(list_transform(qis, lambda q: lower(q)), lower(h))))
+         THEN error(fn || '(): argument ''hierarchies'' names a column that is not among the QIs: '
+                    || array_to_string(list_filter(json_keys(to_json(hierarchies)), lambda h:
+                           NOT list_contains(list_transform(qis, lambda q: lower(q)), lower(h))), ', '))
+         WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h: (to_json(hierarchies)->>h) IS NULL))
+         THEN error(fn || '(): argument ''hierarchies'' maps a QI to NULL instead of a table name')
+         ELSE array_to_string(list_transform(json_keys(to_json(hierarchies)), lambda h:
+                  'SELECT ' || anon_sql_literal(lower(h)) || ' AS qi, leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM query_table('
+                  || anon_sql_literal(to_json(hierarchies)->>h) || ')'), ' UNION ALL ')
+    END;
+
+-- The hierarchies' leaves, validated, with codes: (qi, leaf, path, code, anc) where anc lists the code runs'
+-- starts (lo) of the leaf's ancestors from the root down to the leaf itself. `fn` names the calling function
+-- in errors. Rejected: a path that repeats a name (a cycle), several roots, a node with two parents, a leaf
+-- listed twice with different paths, a leaf that is also an inner node.
+CREATE OR REPLACE MACRO anon_hierarchy_leaves(fn, hierarchy_sql) AS TABLE
+WITH
+rows AS (SELECT DISTINCT qi, leaf, path FROM query(hierarchy_sql)),
+steps AS (  -- every (node, parent) pair along every path; i = 1 is the leaf
+    SELECT qi, leaf, path, unnest(range(1, len(path) + 1)) AS i, unnest(path) AS node,
+           unnest(list_slice(path, 2, len(path)) || [NULL]) AS parent
+    FROM rows),
+problems AS (
+    SELECT qi, 'the path of leaf ''' || leaf || ''' repeats a name (a cycle)' AS problem FROM rows
+    WHERE len(list_distinct(path)) < len(path) OR path[1] IS DISTINCT FROM leaf
+    UNION ALL
+    SELECT qi, 'has several roots: ' || array_to_string(list(DISTINCT path[-1] ORDER BY path[-1]), ', ')
+    FROM rows GROUP BY qi HAVING count(DISTINCT path[-1]) > 1
+    UNION ALL
+    SELECT qi, 'gives node ''' || node || ''' several parents: ' || array_to_string(list(DISTINCT coalesce(parent, '(none: a root)') ORDER BY coalesce(parent, '(none: a root)')), ', ')
+    FROM steps GROUP BY qi, node HAVING count(DISTINCT coalesce(parent, chr(0))) > 1
+    UNION ALL
+    SELECT qi, 'lists ''' || node || ''' both as a leaf and as an inner node'
+    FROM steps GROUP BY qi, node HAVING bool_or(i = 1) AND bool_or(i > 1)),
+coded AS (
+    SELECT qi, leaf, path, row_number() OVER (PARTITION BY qi ORDER BY list_reverse(path)) - 1 AS code
+    FROM rows),
+runs AS (  -- each node's run of leaf codes
+    SELECT c.qi, s.node, min(c.code) AS lo FROM coded c JOIN steps s USING (qi, leaf) GROUP BY c.qi, s.node)
+SELECT c.qi, c.leaf, c.path, c.code,
+       list(r.lo ORDER BY s.i DESC) AS anc
+FROM coded c JOIN steps s USING (qi, leaf) JOIN runs r ON r.qi = s.qi AND r.node = s.node
+WHERE anon_check(EXISTS (SELECT 1 FROM problems), fn, 'hierarchies',
+                 'is invalid: the hierarchy of ''' || (SELECT min(qi) FROM problems) || ''' '
+                 || (SELECT arg_min(problem, qi) FROM problems))
+GROUP BY c.qi, c.leaf, c.path, c.code;
+
+-- One row: per QI (lower-case name) its leaf codes (MAP leaf -> code), its nodes root first
+-- (LIST of {name, lo, hi, depth}) and its number of leaves. NULL maps when there are no hierarchies.
+CREATE OR REPLACE MACRO anon_hierarchy_maps(fn, hierarchy_sql) AS TABLE
+WITH
+leaves AS MATERIALIZED (SELECT * FROM anon_hierarchy_leaves(fn, hierarchy_sql)),
+nodes AS (
+    SELECT qi, path[i] AS name, min(code) AS lo, max(code) AS hi, any_value(len(path) - i) AS depth
+    FROM (SELECT qi, path, code, unnest(range(1, len(path) + 1)) AS i FROM leaves)
+    GROUP BY qi, path[i]),
+per_qi AS (
+    SELECT qi, (SELECT map_from_entries(list({'key': l.leaf, 'value': l.code})) FROM leaves l WHERE l.qi = n.qi) AS codes,
+           list({'name': name, 'lo': lo, 'hi': hi, 'depth': depth} ORDER BY depth, lo) AS nodes,
+           max(hi) + 1 AS leaf_count
+    FROM nodes n GROUP BY qi)
+SELECT map_from_entries(list({'key': qi, 'value': codes})) AS codes,
+       map_from_entries(list({'key': qi, 'value': nodes})) AS nodes,
+       map_from_entries(list({'key': qi, 'value': leaf_count})) AS leaf_counts
+FROM per_qi;
+
+-- The node covering the leaf codes lo..hi: the deepest node whose run contains both (nodes root first).
+CREATE OR REPLACE MACRO anon_lca(nodes, lo, hi) AS
+    list_filter(nodes, lambda n: n.lo <= lo AND n.hi >= hi)[-1];
+
+-- A QI's width under a hierarchy (Xu et al. 2006): leaves under the covering node / leaves in the
+-- hierarchy, a single leaf counting 0.
+CREATE OR REPLACE MACRO anon_hierarchy_width(nodes, leaf_count, lo, hi) AS
+    CASE WHEN hi > lo THEN (anon_lca(nodes, lo, hi).hi - anon_lca(nodes, lo, hi).lo + 1) / leaf_count ELSE 0.0 END;

@@ -1,0 +1,93 @@
+-- The user-facing Mondrian macros: mondrian() and mondrian_classes().
+--
+-- They check their scalar arguments and then call one of the macros of 10_mondrian.sql through query(),
+-- built from fixed text and escaped literals only (anon_sql_literal): no argument can escape into the SQL.
+-- The string is folded when the query is bound, so a wrong argument fails before anything runs, with an
+-- error naming the function and the argument. (query() is also what lets `output` change the result's
+-- column types, and what lets the hierarchy tables be read by name.)
+
+-- A number argument as SQL text, or NULL; anything but a number is an error naming the argument.
+CREATE OR REPLACE MACRO anon_number_literal(fn, arg, x) AS
+    CASE WHEN x IS NULL THEN 'NULL'
+         WHEN NOT regexp_matches(typeof(x), '^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)$')
+              OR NOT isfinite(try_cast(x AS DOUBLE))
+         THEN error(fn || '(): argument ''' || arg || ''' must be a number, got ' || x::VARCHAR)
+         ELSE try_cast(x AS DOUBLE)::VARCHAR END;
+
+-- The privacy models (l-diversity, t-closeness) as a STRUCT literal {'l', 'l_kind', 'c', 't'}, checked.
+CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, c, t) AS
+    CASE WHEN sensitive IS NOT NULL AND typeof(sensitive) <> 'VARCHAR'
+              THEN error(fn || '(): argument ''sensitive'' must be a column name')
+         WHEN sensitive IS NOT NULL AND list_contains(list_transform(qis, lambda q: lower(q)), lower(sensitive))
+              THEN error(fn || '(): argument ''sensitive'' names ''' || sensitive || ''', which is also a QI')
+         WHEN sensitive IS NOT NULL AND starts_with(sensitive, '__anon_')
+              THEN error(fn || '(): argument ''sensitive'' is a reserved __anon_ name')
+         WHEN sensitive IS NULL AND l IS NOT NULL THEN error(fn || '(): argument ''l'' needs a sensitive column (sensitive := ...)')
+         WHEN sensitive IS NULL AND t IS NOT NULL THEN error(fn || '(): argument ''t'' needs a sensitive column (sensitive := ...)')
+         WHEN sensitive IS NOT NULL AND l IS NULL AND t IS NULL
+              THEN error(fn || '(): argument ''sensitive'' is given without l or t: say which model to enforce')
+         WHEN l IS NOT NULL AND try_cast(l AS DOUBLE) IS NOT NULL AND try_cast(l AS DOUBLE) < 1
+              THEN error(fn || '(): argument ''l'' must be at least 1, got ' || l::VARCHAR)
+         WHEN l_kind IS NULL OR l_kind::VARCHAR NOT IN ('distinct', 'entropy', 'recursive')
+              THEN error(fn || '(): argument ''l_kind'' must be ''distinct'', ''entropy'' or ''recursive'', got '
+                         || coalesce('''' || l_kind::VARCHAR || '''', 'NULL'))
+         WHEN c IS NULL OR try_cast(c AS DOUBLE) IS NULL OR try_cast(c AS DOUBLE) <= 0
+              THEN error(fn || '(): argument ''c'' must be a positive number, got ' || coalesce(c::VARCHAR, 'NULL'))
+         WHEN t IS NOT NULL AND (try_cast(t AS DOUBLE) IS NULL OR try_cast(t AS DOUBLE) <= 0 OR try_cast(t AS DOUBLE) > 1)
+              THEN error(fn || '(): argument ''t'' must lie in (0, 1], got ' || t::VARCHAR)
+         WHEN sensitive IS NOT NULL AND mode = 'relaxed'
+              THEN error(fn || '(): argument ''mode'': l-diversity and t-closeness need mode ''strict''')
+         ELSE '{''l'': ' || anon_number_literal(fn, 'l', l) || '::DOUBLE, ''l_kind'': ' || anon_sql_literal(l_kind)
+              || ', ''c'': ' || anon_number_literal(fn, 'c', c) || '::DOUBLE, ''t'': ' || anon_number_literal(fn, 't', t) || '::DOUBLE}'
+    END;
+
+CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
+                                           hierarchies, sensitive, l, l_kind, c, t) AS
+    'SELECT * FROM ' || target || '('
+    || anon_sql_literal(table_name) || ', '
+    || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
+                 THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
+            WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')
+            WHEN len(list_distinct(try_cast(qis AS VARCHAR[]))) < len(try_cast(qis AS VARCHAR[]))
+                 THEN error(fn || '(): argument ''qis'' lists a column twice')
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
+                 THEN error(fn || '(): argument ''qis'' holds NULL or a reserved __anon_ name')
+            ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
+    || CASE WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
+                 THEN error(fn || '(): argument ''k'' must be an integer, got ' || coalesce(k::VARCHAR, 'NULL'))
+            WHEN try_cast(k AS BIGINT) IS NULL OR try_cast(k AS BIGINT) < 1
+                 THEN error(fn || '(): argument ''k'' must be at least 1, got ' || coalesce(k::VARCHAR, 'NULL'))
+            ELSE try_cast(k AS BIGINT)::VARCHAR END || ', '
+    || CASE WHEN mode IS NULL OR mode::VARCHAR NOT IN ('strict', 'relaxed')
+                 THEN error(fn || '(): argument ''mode'' must be ''strict'' or ''relaxed'', got ' || coalesce('''' || mode::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(mode) END || ', '
+    || CASE WHEN categorical_order IS NULL OR categorical_order::VARCHAR NOT IN ('appearance', 'value')
+                 THEN error(fn || '(): argument ''categorical_order'' must be ''appearance'' or ''value'', got '
+                            || coalesce('''' || categorical_order::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(categorical_order) END || ', '
+    || CASE WHEN split_rule IS NULL OR split_rule::VARCHAR NOT IN ('actual', 'inherited')
+                 THEN error(fn || '(): argument ''split_rule'' must be ''actual'' or ''inherited'', got '
+                            || coalesce('''' || split_rule::VARCHAR || '''', 'NULL'))
+            ELSE anon_sql_literal(split_rule) END || ', '
+    || anon_sql_literal(anon_hierarchy_sql(fn, hierarchies, try_cast(qis AS VARCHAR[]))) || ', '
+    || CASE WHEN sensitive IS NULL THEN 'NULL' ELSE anon_sql_literal(sensitive) END || ', '
+    || anon_model_literal(fn, try_cast(qis AS VARCHAR[]), mode, sensitive, l, l_kind, c, t)
+    || ')';
+
+-- mondrian(): the release (see 10_mondrian.sql for the algorithm and README.md for the arguments).
+CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
+                                 categorical_order := 'appearance', split_rule := 'actual', hierarchies := NULL,
+                                 sensitive := NULL, l := NULL, l_kind := 'distinct', c := 2, t := NULL) AS TABLE
+SELECT * FROM query(anon_mondrian_call('mondrian',
+    CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
+         ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
+                    || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
+    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t));
+
+-- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
+-- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
+CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
+                                         split_rule := 'actual', hierarchies := NULL, sensitive := NULL, l := NULL,
+                                         l_kind := 'distinct', c := 2, t := NULL) AS TABLE
+SELECT * FROM query(anon_mondrian_call('mondrian_classes', 'anon_mondrian_classes',
+    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t));

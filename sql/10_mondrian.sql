@@ -62,10 +62,10 @@ GROUP BY __anon_cell;
 -- published NCP figures). A QI with a hierarchy is cut into the children of the node covering the
 -- partition's leaves, its width being that node's share of the leaves (whatever the rule). `model`
 -- ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a cut allowable only if every side satisfies it.
-CREATE OR REPLACE MACRO anon_partition(table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
+CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
 WITH RECURSIVE
 cells AS MATERIALIZED (
-    SELECT * FROM anon_cells(table_name, qis, categorical_order, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
+    SELECT * FROM anon_cells(table_name, qis, categorical_order, fn := fn, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
 qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
@@ -87,10 +87,10 @@ keyed AS MATERIALIZED (  -- vrank: the cell's place in QI-vector order, for rela
 hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
     SELECT list_transform(qis, lambda q: h.nodes[lower(q)]) AS nodes,
            list_transform(qis, lambda q: h.leaf_counts[lower(q)]) AS leaf_counts
-    FROM anon_hierarchy_maps('mondrian', hierarchy_sql) h),
+    FROM anon_hierarchy_maps(fn, hierarchy_sql) h),
 leaf_ancestors AS MATERIALIZED (  -- per (QI position, leaf code): the code runs' starts of its ancestors
     SELECT list_position(list_transform(qis, lambda q: lower(q)), qi) - 1 AS d, code::DOUBLE AS key, anc
-    FROM anon_hierarchy_leaves('mondrian', hierarchy_sql)),
+    FROM anon_hierarchy_leaves(fn, hierarchy_sql)),
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
            list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv,
@@ -112,7 +112,7 @@ parts(cell, off, n, part, step, blo, bhi) AS (
            CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[]
     FROM keyed, span, table_dist td
     WHERE anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(td.hist, model, td.q, td.cq, td.ordered),
-                     'mondrian', CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
+                     fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
                      'cannot be met: the whole table is only '
                      || CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(td.hist)::VARCHAR || ' (distinct)'
                              WHEN 'entropy' THEN round(anon_entropy_l(td.hist), 3)::VARCHAR || ' (entropy)'
@@ -221,7 +221,7 @@ CREATE OR REPLACE MACRO anon_mondrian_labelled(fn, table_name, qis, k, mode, cat
                                                sensitive, model) AS TABLE
 WITH
 pieces AS MATERIALIZED (
-    SELECT * FROM anon_partition(table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model)),
+    SELECT * FROM anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model)),
 plain_labels AS (
     SELECT part, row_number() OVER (ORDER BY part) AS __anon_class, sum(n) AS __anon_size,
         {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),

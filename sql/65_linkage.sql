@@ -1,0 +1,194 @@
+-- Linkage audit against GENERALIZED releases: the text output of mondrian(), or another tool's release
+-- written with the same label conventions. Pure SQL, set-based.
+--
+-- The adversary knows, for each person of aux_table, the exact QI values and the id. A person is
+-- *consistent* with a released row when every QI's label covers the person's value. The labels read:
+--   numbers     'lo-hi' or 'v' ('-5--3' is a range of negatives), ',NULL' appended when NULL is covered too
+--   dates       'lo/hi' or 'v' (ISO 8601 interval), ',NULL' likewise
+--   categories  '{a,b,c}' (NULL inside the set covers NULL) or the single value
+--   any type    '*' covers everything; a NULL label covers NULL only (mondrian's all-NULL class)
+--   hierarchies a node name covers every leaf whose path holds it (tables of leaf VARCHAR, path VARCHAR[])
+-- How a QI's labels are read follows the type of its aux column (numbers, dates, categories), as mondrian
+-- chose its rendering from the same original type. The labels are not escaped by mondrian, so a category
+-- holding a comma or braces, or spelled 'NULL', is ambiguous inside a set.
+--
+-- Layout: the release is grouped into classes (rows with one label tuple); distinct labels are parsed
+-- once per QI; distinct (QI, label, value) pairs that cover are found once; a person is consistent with a
+-- class when the covering pairs join that class on every QI. Nothing is compared row by row.
+
+-- The hierarchy tables as one relation (qi, leaf, path), as SQL text for query(): built from fixed text
+-- and escaped literals only. `hierarchies` is a STRUCT or MAP of QI name -> hierarchy table name.
+CREATE OR REPLACE MACRO anon_linkage_hierarchy_sql(hierarchies, qis) AS
+    CASE WHEN hierarchies IS NULL
+             THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path LIMIT 0'
+         WHEN NOT (typeof(hierarchies) LIKE 'STRUCT(%' OR typeof(hierarchies) LIKE 'MAP(%')
+             THEN error('linkage_classes(): argument ''hierarchies'' must be a STRUCT or MAP of QI name -> '
+                        || 'hierarchy table name, e.g. {''workclass'': ''workclass_hierarchy''}')
+         -- to_json reads a STRUCT and a MAP alike; back as MAP(VARCHAR, VARCHAR) it has entries to walk
+         WHEN list_bool_or(list_transform(map_keys(json_transform(to_json(hierarchies), '"MAP(VARCHAR, VARCHAR)"')),
+                                          lambda q: q IS NULL OR NOT list_contains(qis, lower(q))))
+             THEN error('linkage_classes(): argument ''hierarchies'' names a column that is not in ''qis''')
+         ELSE array_to_string(list_transform(
+                  map_entries(json_transform(to_json(hierarchies), '"MAP(VARCHAR, VARCHAR)"')),
+                  lambda e: 'SELECT ' || anon_sql_literal(lower(struct_extract(e, 'key'))) || ' AS qi, '
+                            || 'leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM query_table('
+                            || anon_sql_literal(struct_extract(e, 'value')) || ')'),
+              ' UNION ALL ')
+    END;
+
+-- One aux value as the audit reads it: its text (compared with labels and hierarchy leaves), its DOUBLE
+-- order key (compared with ranges) and its kind, which decides how the QI's labels are parsed.
+-- (A macro so that the COLUMNS() it is given appears once in the calling expression.)
+CREATE OR REPLACE MACRO anon_linkage_value(v) AS
+    {'t': v::VARCHAR, 'x': anon_numeric_key(v),
+     'kind': CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END};
+
+-- The audit itself, once the arguments are checked (linkage_classes below): qis and id_column arrive in
+-- lower case, hierarchy_sql as the text made by anon_linkage_hierarchy_sql.
+-- Columns are picked with COLUMNS(lambda ...) next to a constant sentinel column (__anon_none) rather
+-- than by name, so a missing column does not stop the binder: the check on DESCRIBE below names it.
+CREATE OR REPLACE MACRO anon_linkage_classes(release_table, aux_table, qis, id_column, hierarchy_sql) AS TABLE
+WITH
+checks AS (  -- every QI and the id column in both tables, else an error naming the argument
+    SELECT anon_check(len(list_filter(qis || [id_column], lambda q: NOT list_contains(rel_cols, q))) > 0,
+                      'linkage_classes', 'release_table', 'has no column '
+                      || array_to_string(list_transform(list_filter(qis || [id_column], lambda q: NOT list_contains(rel_cols, q)),
+                                                      lambda q: '''' || q || ''''), ', '))
+       AND anon_check(len(list_filter(qis || [id_column], lambda q: NOT list_contains(aux_cols, q))) > 0,
+                      'linkage_classes', 'aux_table', 'has no column '
+                      || array_to_string(list_transform(list_filter(qis || [id_column], lambda q: NOT list_contains(aux_cols, q)),
+                                                      lambda q: '''' || q || ''''), ', ')
+                      || ' (it needs the id column and every QI)') AS ok
+    FROM (SELECT list(lower(column_name)) AS rel_cols FROM (DESCRIBE FROM query_table(release_table))),
+         (SELECT list(lower(column_name)) AS aux_cols FROM (DESCRIBE FROM query_table(aux_table)))),
+released AS (  -- every released row: its id and its QI labels as text
+    SELECT __anon_ids[2] AS __anon_id, * EXCLUDE (__anon_ids)  -- [sentinel, id], or [sentinel] if missing
+    FROM (SELECT [*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)] AS __anon_ids,
+                 COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c)))::VARCHAR
+          FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table)))),
+release_rows AS MATERIALIZED (  -- a class is one distinct label tuple
+    SELECT __anon_id, dense_rank() OVER (ORDER BY row(*COLUMNS(lambda c: c <> '__anon_id'))) AS class_id,
+           [*COLUMNS(lambda c: c <> '__anon_id')] AS labels
+    FROM released),
+release_names AS (  -- the label list's column names (COLUMNS() keeps the table's column order)
+    SELECT list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c <> '__anon_id'))), lambda n: lower(n)) AS names
+    FROM released LIMIT 1),
+classes AS (SELECT class_id, count(*) AS class_size, any_value(labels) AS labels FROM release_rows GROUP BY class_id),
+class_labels AS MATERIALIZED (  -- long form: (class, QI, label)
+    SELECT class_id, qi, label
+    FROM (SELECT class_id, unnest(names) AS qi, unnest(labels) AS label FROM classes, release_names)
+    WHERE qi <> '__anon_none'),
+aux AS MATERIALIZED (  -- every person (one row each): a row number, the id, and per QI its value as text, as a DOUBLE key, and its kind
+    SELECT row_number() OVER () AS __anon_person, __anon_ids[2] AS __anon_id, * EXCLUDE (__anon_ids)
+    FROM (SELECT [*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)] AS __anon_ids,
+                 anon_linkage_value(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))
+          FROM (SELECT NULL AS __anon_none, * FROM query_table(aux_table)))),
+aux_long AS MATERIALIZED (  -- (person, QI, value)
+    SELECT __anon_person, __anon_id, qi, v.t AS t, v.x AS x, v.kind AS kind
+    FROM (SELECT __anon_person, __anon_id, unnest(names) AS qi, unnest(vals) AS v
+          FROM (SELECT __anon_person, __anon_id,
+                       list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id')))),
+                                      lambda n: lower(n)) AS names,
+                       [*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id'))] AS vals
+                FROM aux))
+    WHERE qi <> '__anon_none'),
+hierarchy AS (SELECT * FROM query(hierarchy_sql)),
+labels AS (  -- each distinct label of a QI, parsed once; how depends on the QI's type in aux_table
+    SELECT qi, label, kind, body,
+           -- lo/hi: the covered range as DOUBLE keys on anon_numeric_key's scale (epoch microseconds
+           -- for dates); a number is an optional sign, digits with an optional fraction, an optional
+           -- exponent; the anchored regex reads '-5--3' as sign, 5, separator, -3
+           CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.lo, '') AS DOUBLE), try_cast(body AS DOUBLE))
+                     WHEN 'temporal' THEN epoch_us(try_cast(split_part(body, '/', 1) AS TIMESTAMP))::DOUBLE END AS lo,
+           CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.hi, '') AS DOUBLE), try_cast(body AS DOUBLE))
+                     WHEN 'temporal' THEN epoch_us(try_cast(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
+                                                                 ELSE body END AS TIMESTAMP))::DOUBLE END AS hi,
+           -- elems: a set's members (or the label itself) as text, and as keys for a set of numbers/dates
+           elems,
+           list_transform(elems, lambda e: CASE kind WHEN 'numeric' THEN try_cast(e AS DOUBLE)
+                                                     WHEN 'temporal' THEN epoch_us(try_cast(e AS TIMESTAMP))::DOUBLE END) AS elem_keys,
+           label IS NULL OR label = '*' OR (kind <> 'category' AND label LIKE '%,NULL')
+               OR (body LIKE '{%}' AND list_contains(elems, 'NULL')) AS null_ok
+    FROM (SELECT *, CASE WHEN body LIKE '{%}' THEN string_split(body[2:-2], ',') ELSE [body] END AS elems,
+                 regexp_extract(body, '^(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
+                                      || '-(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)$', ['lo', 'hi']) AS num
+          FROM (SELECT qi, label, kind,
+                       -- ',NULL' marks NULL covered beside a range; categories put NULL inside the set
+                       CASE WHEN kind = 'category' THEN label ELSE regexp_replace(label, ',NULL$', '') END AS body
+                FROM (SELECT DISTINCT qi, label FROM class_labels)
+                JOIN (SELECT DISTINCT qi, kind FROM aux_long) USING (qi)))),
+covers AS (  -- each (QI, value, label) where the label covers the value: a small join of distinct values
+    SELECT v.qi, v.t, l.label
+    FROM (SELECT DISTINCT qi, t, x, kind FROM aux_long) v
+    JOIN labels l USING (qi)
+    LEFT JOIN hierarchy h ON h.qi = v.qi AND h.leaf = v.t
+    WHERE CASE WHEN v.t IS NULL THEN l.null_ok
+               ELSE l.label = '*'
+                    OR list_contains(l.elems, v.t)                       -- the value itself, or in the set
+                    OR v.x BETWEEN l.lo AND l.hi                         -- numbers and dates (NULL otherwise)
+                    OR list_contains(l.elem_keys, v.x)                   -- a set of numbers, read as numbers
+                    OR coalesce(list_contains(h.path, l.label), false)   -- a hierarchy node above the leaf
+          END),
+consistent AS (  -- (person, class) pairs where every QI's label covers the person's value
+    SELECT a.__anon_person, cl.class_id
+    FROM aux_long a
+    JOIN covers c ON c.qi = a.qi AND c.t IS NOT DISTINCT FROM a.t
+    JOIN class_labels cl ON cl.qi = c.qi AND cl.label IS NOT DISTINCT FROM c.label
+    GROUP BY a.__anon_person, cl.class_id
+    HAVING count(*) = len(qis)),
+own_found AS (  -- persons whose own released row (by id) lies in a class they are consistent with
+    SELECT DISTINCT p.__anon_person
+    FROM consistent p
+    JOIN aux a USING (__anon_person)
+    JOIN release_rows r ON r.__anon_id = a.__anon_id AND r.class_id = p.class_id),
+per_person AS (
+    SELECT a.__anon_person, count(p.class_id) AS classes, coalesce(sum(c.class_size), 0) AS candidates,
+           bool_or(o.__anon_person IS NOT NULL) AS found
+    FROM aux a
+    LEFT JOIN consistent p USING (__anon_person)
+    LEFT JOIN classes c USING (class_id)
+    LEFT JOIN own_found o ON o.__anon_person = a.__anon_person
+    GROUP BY a.__anon_person)
+SELECT s.* FROM (
+    SELECT count(*) AS people,
+           avg(CASE WHEN classes = 1 THEN 1.0 ELSE 0.0 END) AS consistent_with_one_class,
+           avg(CASE WHEN found THEN 1.0 ELSE 0.0 END) AS own_class_found,
+           avg(CASE WHEN found THEN 1.0 / candidates ELSE 0.0 END) AS reidentified,
+           avg(candidates) AS mean_candidates
+    FROM per_person) s, checks
+WHERE checks.ok;
+
+-- The user-facing macro: scalar arguments are checked when the query is bound (as mondrian() does), then
+-- the audit runs through query(), built from fixed text and escaped literals only.
+CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_column, hierarchies) AS
+    'SELECT * FROM anon_linkage_classes('
+    || CASE WHEN release_table IS NULL OR typeof(release_table) <> 'VARCHAR'
+                 THEN error('linkage_classes(): argument ''release_table'' must be a table name')
+            ELSE anon_sql_literal(release_table) END || ', '
+    || CASE WHEN aux_table IS NULL OR typeof(aux_table) <> 'VARCHAR'
+                 THEN error('linkage_classes(): argument ''aux_table'' must be a table name')
+            ELSE anon_sql_literal(aux_table) END || ', '
+    || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
+                 THEN error('linkage_classes(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
+            WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error('linkage_classes(): argument ''qis'' must name at least one column')
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
+                 THEN error('linkage_classes(): argument ''qis'' holds NULL or a reserved __anon_ name')
+            WHEN len(list_distinct(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(qis AS VARCHAR[]))
+                 THEN error('linkage_classes(): argument ''qis'' lists a column twice')
+            ELSE anon_sql_list(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q))) END || ', '
+    || CASE WHEN id_column IS NULL OR typeof(id_column) <> 'VARCHAR'
+                 THEN error('linkage_classes(): argument ''id_column'' must be a column name')
+            WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column))
+                 THEN error('linkage_classes(): argument ''id_column'' must not be one of the QIs')
+            ELSE anon_sql_literal(lower(id_column)) END || ', '
+    || anon_sql_literal(anon_linkage_hierarchy_sql(hierarchies,
+                                                   list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q))))
+    || ')';
+
+-- linkage_classes(): one row — people (rows of aux_table), consistent_with_one_class (share consistent with
+-- exactly one class), own_class_found (share whose own row, by id, is among their consistent rows: 1.0 for
+-- a correct release), reidentified (mean of 1 / consistent rows where the own row is among them, else 0;
+-- at most 1/k on a k-anonymous release) and mean_candidates (consistent rows per person).
+-- An empty aux_table gives people = 0 and NULL shares.
+CREATE OR REPLACE MACRO linkage_classes(release_table, aux_table, qis, id_column, hierarchies := NULL) AS TABLE
+SELECT * FROM query(anon_linkage_call(release_table, aux_table, qis, id_column, hierarchies));

@@ -1,0 +1,293 @@
+"""The ``duckdb-anon report`` page: what a release protects and what it costs, in one self-contained HTML file.
+
+One concept in three steps, each a function: :func:`gather` runs our SQL macros inside DuckDB (only one-row
+measures and small per-class-size histograms come back to Python, never the table itself),
+:func:`render_plots` draws PNGs with matplotlib's Agg backend, in memory, and :func:`write_html` writes the
+page: every piece of text HTML-escaped, every image a ``data:`` URI, so the file needs nothing else.
+
+Table names and column names reach DuckDB only as parameters of the table macros (they take names as
+strings and resolve them with ``query_table``), never as SQL text.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+INSTALL_HINT = "pip install 'duckdb-anon[report]'"
+
+
+class BadArgument(ValueError):
+    """Input the user got wrong. The CLI prints it, naming `argument`, and exits with code 2."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
+class MissingExtra(RuntimeError):
+    """matplotlib, the optional `report` extra, is not installed."""
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    release: str  # a table or view name the macros can read with query_table()
+    qis: list[str]
+    label: str  # how the user named the release (file or table), shown on the page and in errors
+    sensitive: str | None = None
+    original: str | None = None  # with id_column: NCP needs the original values
+    id_column: str | None = None
+    original_label: str = ""
+    database: str | None = None  # the --db file the names resolve in, for error messages
+    threshold: float = 0.2  # records whose prosecutor risk exceeds this count as "at risk"
+
+
+@dataclass
+class Measures:
+    release: dict  # release_measures(): rows, classes, achieved_k, avg_class_size, ...
+    risk: dict  # risk_measures(): prosecutor_max/_avg, marketer, records_at_risk, sample_uniques
+    class_sizes: list[tuple[int, int]]  # (class size, number of classes), from class_profile()
+    risk_counts: list[tuple[float, int]]  # (prosecutor risk, number of records), from record_risks()
+    smallest_columns: list[str] = field(default_factory=list)  # the smallest classes, from class_profile()
+    smallest_rows: list[tuple] = field(default_factory=list)
+    privacy: dict | None = None  # privacy_measures() with the sensitive column
+    ncp: dict | None = None  # ncp(): ncp_percent, per_qi, matched_rows
+
+
+def require_matplotlib() -> None:
+    """Fail early, before any work, when the optional plotting dependency is absent."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingExtra(f"needs matplotlib to draw its plots; install it with: {INSTALL_HINT}") from None
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str, argument: str, label: str, database: str | None) -> list[str]:
+    try:
+        described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table]).fetchall()
+    except duckdb.CatalogException:
+        where = f" in {database}" if database else ""
+        raise BadArgument(argument, f"no table or view named {label!r}{where}") from None
+    except duckdb.Error as exc:
+        raise BadArgument(argument, f"cannot read {label!r}: {str(exc).splitlines()[0]}") from None
+    return [row[0] for row in described]
+
+
+def _require(columns: list[str], wanted: list[str], argument: str, where: str) -> None:
+    """DuckDB matches column names case-insensitively, and so do we."""
+    known = {c.lower() for c in columns}
+    missing = [w for w in wanted if w.lower() not in known]
+    if missing:
+        raise BadArgument(argument, f"no column {', '.join(map(repr, missing))} in {where} "
+                                    f"(its columns: {', '.join(columns)})")
+
+
+def check_inputs(con: duckdb.DuckDBPyConnection, request: ReportRequest) -> None:
+    """Every name the user gave exists, before any measure runs: errors name the argument at fault."""
+    if not request.qis:
+        raise BadArgument("--qi", "give at least one quasi-identifier column")
+    lowered = [q.lower() for q in request.qis]
+    if len(set(lowered)) != len(lowered):
+        raise BadArgument("--qi", "lists a column twice")
+    if not 0 < request.threshold <= 1:
+        raise BadArgument("--threshold", f"must be in (0, 1], got {request.threshold}")
+    release_columns = _columns(con, request.release, "RELEASE", request.label, request.database)
+    _require(release_columns, request.qis, "--qi", f"RELEASE {request.label}")
+    if request.sensitive is not None:
+        _require(release_columns, [request.sensitive], "--sensitive", f"RELEASE {request.label}")
+    if request.original is not None:
+        _require(release_columns, [request.id_column], "--id", f"RELEASE {request.label}")
+        original_columns = _columns(con, request.original, "--original", request.original_label,
+                                    request.database)
+        _require(original_columns, [request.id_column], "--id", f"--original {request.original_label}")
+        _require(original_columns, request.qis, "--qi", f"--original {request.original_label}")
+
+
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict:
+    result = con.execute(sql, params)
+    names = [d[0] for d in result.description]
+    return dict(zip(names, result.fetchone()))
+
+
+def gather(con: duckdb.DuckDBPyConnection, request: ReportRequest, smallest: int = 10) -> Measures:
+    """All the numbers of the report, each from one of our macros, aggregated inside DuckDB."""
+    table, qis = request.release, list(request.qis)
+    release = _one_row(con, "SELECT * FROM release_measures(?, ?)", [table, qis])
+    if not release["rows"]:
+        raise BadArgument("RELEASE", f"{request.label!r} has no rows: nothing to report")
+    risk = _one_row(con, "SELECT * FROM risk_measures(?, ?, threshold := ?)", [table, qis, request.threshold])
+    class_sizes = con.execute("SELECT class_size, count(*) FROM class_profile(?, ?) GROUP BY class_size "
+                              "ORDER BY class_size", [table, qis]).fetchall()
+    risk_counts = con.execute("SELECT prosecutor_risk, count(*) FROM record_risks(?, ?) GROUP BY prosecutor_risk "
+                              "ORDER BY prosecutor_risk", [table, qis]).fetchall()
+    profile = con.execute("SELECT * FROM class_profile(?, ?, sensitive := ?) ORDER BY class_size LIMIT ?",
+                          [table, qis, request.sensitive, smallest])
+    columns = [d[0] for d in profile.description]
+    rows = profile.fetchall()
+    if request.sensitive is None:  # the l and t columns are all NULL without a sensitive column
+        keep = [i for i, c in enumerate(columns) if c not in ("distinct_l", "entropy_l", "recursive_l", "t")]
+        columns, rows = [columns[i] for i in keep], [tuple(r[i] for i in keep) for r in rows]
+    measures = Measures(release, risk, class_sizes, risk_counts, columns, rows)
+    if request.sensitive is not None:
+        measures.privacy = _one_row(con, "SELECT * FROM privacy_measures(?, ?, sensitive := ?)",
+                                    [table, qis, request.sensitive])
+    if request.original is not None:
+        measures.ncp = _one_row(con, "SELECT * FROM ncp(?, ?, ?, ?)", [table, request.original, qis, request.id_column])
+    return measures
+
+
+def _number(value, digits: int = 4) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{digits}f}"
+
+
+def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
+    """(measure, value) pairs: the printed summary and the page's summary table say the same thing."""
+    rows = m.release["rows"]
+    lines = [("rows", _number(rows)),
+             ("classes", _number(m.release["classes"])),
+             ("achieved k", _number(m.release["achieved_k"])),
+             ("average class size", _number(m.release["avg_class_size"], 2)),
+             ("prosecutor risk", f"max {_number(m.risk['prosecutor_max'])}, avg {_number(m.risk['prosecutor_avg'])}"),
+             ("marketer risk", _number(m.risk["marketer"])),
+             ("records at risk", f"{_number(m.risk['records_at_risk'])} (prosecutor risk > {request.threshold:g})"),
+             ("sample uniques", _number(m.risk["sample_uniques"]))]
+    if m.privacy is not None:
+        p = m.privacy
+        lines += [(f"l-diversity of {request.sensitive}", f"distinct {_number(p['distinct_l'])}, "
+                   f"entropy {_number(p['entropy_l'], 2)}, recursive (c = 2) {_number(p['recursive_l'])}"),
+                  (f"t-closeness of {request.sensitive}", _number(p["t"]))]
+    if m.ncp is not None:
+        matched = m.ncp["matched_rows"]
+        note = f"{_number(matched)} rows matched on {request.id_column}"
+        if matched != rows:
+            note += f"; WARNING: the release has {_number(rows)}"
+        lines.append(("NCP", f"{_number(m.ncp['ncp_percent'])} % ({note})"))
+    return lines
+
+
+def summary_text(request: ReportRequest, m: Measures) -> str:
+    """The summary as the command prints it: a title line, then '  measure  value' lines."""
+    lines = summary(request, m)
+    width = max(len(name) for name, _ in lines)
+    title = f"duckdb-anon report: {request.label} (quasi-identifiers: {', '.join(request.qis)})"
+    return "\n".join([title, *(f"  {name:<{width}}  {value}" for name, value in lines)])
+
+
+def _png(figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)  # Agg whatever backend the user configured: no display needed
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def render_plots(request: ReportRequest, m: Measures) -> dict[str, bytes | None]:
+    """PNG bytes per plot; None where the data for it was not given (NCP without the original)."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    plots: dict[str, bytes | None] = {}
+    sizes, classes = zip(*m.class_sizes)
+    figure = Figure(figsize=(7, 3.6))
+    ax = figure.subplots()
+    bins = np.linspace(min(sizes) - 0.5, max(sizes) + 0.5, min(50, max(sizes) - min(sizes) + 1) + 1)
+    ax.hist(sizes, bins=bins, weights=classes, color="#4878a8")
+    achieved = m.release["achieved_k"]
+    ax.axvline(achieved, color="#c0392b", linestyle="--", label=f"achieved k = {achieved}")
+    ax.set(xlabel="class size (rows)", ylabel="classes", title="Equivalence-class sizes")
+    ax.legend()
+    plots["class_sizes"] = _png(figure)
+
+    plots["ncp"] = None
+    if m.ncp is not None:
+        names, values = list(m.ncp["per_qi"].keys()), list(m.ncp["per_qi"].values())
+        figure = Figure(figsize=(7, 3.6))
+        ax = figure.subplots()
+        ax.bar(names, values, color="#4878a8")
+        ax.axhline(m.ncp["ncp_percent"], color="#c0392b", linestyle="--", label=f"overall {m.ncp['ncp_percent']:.2f} %")
+        ax.set(ylabel="NCP (%)", title="Information loss per quasi-identifier")
+        for label in ax.get_xticklabels():  # long column names: slanted, anchored at their bar
+            label.set(rotation=30, horizontalalignment="right")
+        ax.legend()
+        plots["ncp"] = _png(figure)
+
+    risks, records = zip(*m.risk_counts)
+    figure = Figure(figsize=(7, 3.6))
+    ax = figure.subplots()
+    ax.hist(risks, bins=np.linspace(0, max(risks), 31), weights=records, color="#4878a8")
+    if request.threshold <= max(risks):
+        ax.axvline(request.threshold, color="#c0392b", linestyle="--", label=f"threshold {request.threshold:g}")
+        ax.legend()
+    ax.set(xlabel="prosecutor risk (1 / class size)", ylabel="records", title="Re-identification risk per record")
+    plots["risk"] = _png(figure)
+    return plots
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+td.n{text-align:right}img{max-width:100%}.absent{color:#666;font-style:italic}code{background:#f3f3f3}"""
+
+
+NUMERIC_CELL = ' class="n"'
+
+
+def _table(header: list[str], rows: list[tuple]) -> str:
+    def cell(value) -> str:
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        text = _number(value) if isinstance(value, float) else ("NULL" if value is None else str(value))
+        return f"<td{NUMERIC_CELL if numeric else ''}>{html.escape(text)}</td>"
+
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _image(png: bytes, alt: str) -> str:
+    return f'<img src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}" alt="{html.escape(alt)}">'
+
+
+def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str, bytes | None]) -> None:
+    e = html.escape
+    qis = ", ".join(request.qis)
+    if plots["ncp"] is None:
+        ncp_section = ('<p class="absent">No NCP plot: information loss compares the release with the original '
+                       'data, so it needs <code>--original ORIGINAL --id ID_COLUMN</code>.</p>')
+    else:
+        ncp_section = (_image(plots["ncp"], "NCP per quasi-identifier")
+                       + _table(["quasi-identifier", "NCP (%)"], list(m.ncp["per_qi"].items())))
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    page = f"""<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>duckdb-anon report: {e(request.label)}</title><style>{STYLE}</style></head>
+<body>
+<h1>Anonymization report</h1>
+<p>Release <code>{e(request.label)}</code>; quasi-identifiers: <code>{e(qis)}</code>.</p>
+<h2>Summary</h2>
+{_table(["measure", "value"], summary(request, m))}
+<h2>Equivalence-class sizes</h2>
+{_image(plots["class_sizes"], "histogram of equivalence-class sizes")}
+<h2>Information loss (NCP per quasi-identifier)</h2>
+{ncp_section}
+<h2>Re-identification risk</h2>
+{_image(plots["risk"], "histogram of per-record prosecutor risk")}
+<p>{e(_number(m.risk["records_at_risk"]))} of {e(_number(m.release["rows"]))} records
+({100 * m.risk["records_at_risk"] / m.release["rows"]:.2f} %) have a prosecutor risk above {request.threshold:g};
+{e(_number(m.risk["sample_uniques"]))} records are alone in their class.</p>
+<h2>The {len(m.smallest_rows)} smallest classes</h2>
+{_table(m.smallest_columns, m.smallest_rows)}
+<p><small>Generated by duckdb-anon on {e(stamp)}; every number computed inside DuckDB by the package's SQL
+macros.</small></p>
+</body>
+</html>
+"""
+    Path(path).write_text(page, encoding="utf-8")

@@ -1,0 +1,230 @@
+"""duckdb-anon report, run as a real subprocess on a Mondrian release of the shipped Adult data. The numbers
+it prints are checked against pandas recomputations over the release file alone."""
+import base64
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import duckdb
+import pandas as pd
+import pytest
+
+import duckdb_anon
+from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
+from independent import class_sizes, ncp_percent
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+QI_ARG = ",".join(ADULT_QIS)
+BAR = "\u2595"  # the left edge of DuckDB's progress bar
+
+# The CLI in a child process whose connections draw DuckDB's progress bar for every query (it normally waits
+# 2 s, longer than anything on Adult takes), so a test can see whether --quiet switches it off.
+WITH_INSTANT_PROGRESS_BAR = """
+import sys
+import duckdb_anon, duckdb_anon.cli as cli
+def connect_with_instant_bar():
+    con = duckdb_anon.connect()
+    con.execute("SET progress_bar_time = 0")
+    return con
+cli.connect = connect_with_instant_bar
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+# The CLI in a child process where `import matplotlib` fails, as when the [report] extra is not installed.
+WITHOUT_MATPLOTLIB = """
+import sys
+sys.modules["matplotlib"] = None
+from duckdb_anon.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def run(*args, code=None):
+    command = [sys.executable, "-m", "duckdb_anon.cli"] if code is None else [sys.executable, "-c", code]
+    return subprocess.run([*command, *map(str, args)], capture_output=True, encoding="utf-8", errors="replace",
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A strict k = 10 release of Adult and the original, as Parquet files (names with a quote and a space,
+    which only parameters survive) and as tables of a DuckDB file."""
+    folder = tmp_path_factory.mktemp("report")
+    paths = {"release": folder / "k10 'release'.parquet", "original": folder / "adult's original.parquet",
+             "db": folder / "adult.duckdb"}
+    con = duckdb_anon.connect()
+    con.execute("SET enable_progress_bar = false")
+    duckdb_anon.load_adult(con, "adult")
+    con.execute("CREATE TABLE rel AS SELECT * FROM mondrian('adult', ?, 10)", [ADULT_QIS])
+    con.sql("SELECT * FROM rel").write_parquet(str(paths["release"]))
+    con.sql("SELECT * FROM adult").write_parquet(str(paths["original"]))
+    con.close()
+    plain = duckdb.connect(str(paths["db"]))
+    plain.execute("""CREATE TABLE "k10 release" AS SELECT * FROM read_parquet(?)""", [str(paths["release"])])
+    plain.close()
+    return paths
+
+
+@pytest.fixture(scope="module")
+def full_report(files):
+    target = files["release"].parent / "full.html"
+    out = run("report", files["release"], "--qi", QI_ARG, "--sensitive", "class", "--original", files["original"],
+              "--id", "rid", "-o", target, "--quiet")
+    assert out.returncode == 0, out.stderr
+    return out.stdout, target
+
+
+def summary_values(stdout: str) -> dict[str, str]:
+    """The printed summary: two-space indented lines '  measure  value'."""
+    return dict(re.findall(r"^  (\S.*?)  +(\S.*)$", stdout, flags=re.M))
+
+
+def number(text: str) -> float:
+    return float(re.match(r"[\d,.]+", text).group().replace(",", ""))
+
+
+class PageParser(HTMLParser):
+    """Records the tags, how they nest, the images and the visible text of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.paths, self.images, self.text, self.links = [], [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.paths.append("/".join([*self.open, tag]))
+        if tag == "img":
+            self.images.append(attrs["src"])
+        self.links += [value for name, value in attrs.items() if name in ("src", "href")]
+        if tag not in ("img", "meta", "br"):  # void elements have no end tag
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path) -> PageParser:
+    page = PageParser()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    assert page.open == [], f"unclosed tags: {page.open}"
+    return page
+
+
+def test_the_page_is_self_contained_html_with_three_png_plots(full_report):
+    _, target = full_report
+    page = parse(target)
+    assert page.paths[0] == "html" and "html/head/title" in page.paths and "html/body" in page.paths
+    assert [p for p in page.paths if p.endswith("/img")] == ["html/body/img"] * 3
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1], validate=True).startswith(PNG_SIGNATURE)
+    assert all(link.startswith("data:") for link in page.links)  # nothing to fetch from elsewhere
+
+
+def test_the_summary_matches_pandas_on_the_release_file(full_report, files):
+    stdout, _ = full_report
+    values = summary_values(stdout)
+    release, original = pd.read_parquet(files["release"]), pd.read_parquet(files["original"])
+    sizes = class_sizes(release, ADULT_QIS)
+    assert number(values["rows"]) == len(release)
+    assert number(values["classes"]) == len(sizes)
+    assert number(values["achieved k"]) == sizes.min()
+    assert number(values["prosecutor risk"].removeprefix("max ")) == pytest.approx(1 / sizes.min(), abs=1e-4)
+    assert number(values["sample uniques"]) == (sizes == 1).sum()
+    distinct_l = release.groupby(ADULT_QIS)["class"].nunique().min()
+    assert number(values["l-diversity of class"].removeprefix("distinct ")) == distinct_l
+    expected_ncp = ncp_percent(release, original, ADULT_QIS, ADULT_NUMERIC)
+    assert number(values["NCP"]) == pytest.approx(expected_ncp, abs=1e-4)
+
+
+def test_a_table_of_a_database_file_with_unique_records(files, tmp_path):
+    """fnlwgt, never generalized, as one more QI: most records become unique, so the risk counts are not 0."""
+    qis = [*ADULT_QIS, "fnlwgt"]
+    target = tmp_path / "risky.html"
+    out = run("report", '"k10 release"', "--db", files["db"], "--qi", ",".join(qis), "-o", target, "--quiet")
+    assert out.returncode == 0, out.stderr
+    values = summary_values(out.stdout)
+    sizes = class_sizes(pd.read_parquet(files["release"]), qis)
+    assert number(values["classes"]) == len(sizes)
+    assert number(values["achieved k"]) == sizes.min() == 1
+    assert number(values["sample uniques"]) == (sizes == 1).sum() > 0
+    assert number(values["records at risk"]) == sizes[1 / sizes > 0.2].sum()  # the default threshold
+    assert number(values["marketer risk"]) == pytest.approx(len(sizes) / sizes.sum(), abs=1e-4)
+    page = parse(target)
+    assert len(page.images) == 2  # no NCP without the original
+    assert "--original ORIGINAL --id ID_COLUMN" in "".join(page.text)
+
+
+@pytest.mark.parametrize("command", ["report", "mondrian"])
+def test_quiet_turns_the_progress_bar_off(files, tmp_path, command):
+    if command == "report":
+        args = ["report", files["release"], "--qi", QI_ARG, "-o", tmp_path / "r.html"]
+    else:
+        args = ["mondrian", files["original"], "--qi", QI_ARG, "-k", "10", "-o", tmp_path / "m.parquet"]
+    loud = run(*args, code=WITH_INSTANT_PROGRESS_BAR)
+    quiet = run(*args, "--quiet", code=WITH_INSTANT_PROGRESS_BAR)
+    assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr + quiet.stderr
+    # Each finished bar ends with "(... elapsed)". With the bar drawn instantly, a quiet run still shows one,
+    # drawn by the statement that switches it off; a run that ignored --quiet would show one per query.
+    assert loud.stdout.count("elapsed") >= 4 and BAR in loud.stdout
+    assert quiet.stdout.count("elapsed") <= 1 and BAR not in quiet.stderr
+    after_first_statement = quiet.stdout.split("elapsed)", 1)[-1]
+    assert BAR not in after_first_statement
+    if command == "report":  # quiet keeps the summary, with nothing else around it
+        lines = [line for line in after_first_statement.splitlines() if line.strip()]
+        assert lines[0].startswith("duckdb-anon report:") and lines[-1].startswith("wrote ")
+        assert all(line.startswith("  ") for line in lines[1:-1]) and "achieved k" in quiet.stdout
+
+
+def test_text_from_the_data_is_escaped(tmp_path):
+    """Values, column names and the table name reach the page as text, never as markup or SQL."""
+    db, table, column = tmp_path / "odd.duckdb", "x'); DROP TABLE t; --", "a<b>"
+    plain = duckdb.connect(str(db))
+    plain.execute("CREATE TABLE t AS SELECT range AS id, CASE WHEN range < 3 THEN '<script>alert(1)</script>' "
+                  "ELSE 'v' || (range % 4) END AS " + '"a<b>"' + " FROM range(40)")
+    plain.execute(f"""CREATE TABLE "{table.replace('"', '""')}" AS SELECT * FROM t""")
+    plain.close()
+    out = run("report", table, "--db", db, "--qi", column, "-o", tmp_path / "odd.html", "--quiet")
+    assert out.returncode == 0, out.stderr
+    page = parse(tmp_path / "odd.html")
+    tags = {p.rsplit("/", 1)[-1] for p in page.paths}
+    assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "small",
+                    "table", "thead", "tbody", "tr", "th", "td", "img"}, tags  # no <script>, no <b>
+    text = "".join(page.text)
+    assert "<script>alert(1)</script>" in text and column in text and table in text
+    assert number(summary_values(out.stdout)["classes"]) == 5  # the script value and v0..v3
+    assert duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM t").fetchone()[0] == 40
+
+
+@pytest.mark.parametrize("args, names", [
+    (["{release}", "--qi", "age,nope"], ["--qi", "nope"]),
+    (["{folder}/missing.parquet", "--qi", "age"], ["RELEASE", "missing.parquet", "does not exist"]),
+    (["{folder}/release.txt", "--qi", "age"], ["RELEASE", ".csv or .parquet"]),
+    (["nope", "--db", "{db}", "--qi", "age"], ["RELEASE", "'nope'", "adult.duckdb"]),
+    (['"k10 release"', "--db", "{folder}/missing.duckdb", "--qi", "age"], ["--db", "missing.duckdb"]),
+    (['"k10 release"', "--db", "{db}", "--qi", "age", "--original", "nope", "--id", "rid"], ["--original", "'nope'"]),
+    (["{release}", "--qi", "age", "--sensitive", "nope"], ["--sensitive", "nope"]),
+    (["{release}", "--qi", "age", "--original", "{original}", "--id", "nope"], ["--id", "nope"]),
+    (["{release}", "--qi", "age", "--original", "{original}"], ["--id", "--original"]),
+    (["{release}", "--qi", "age,AGE"], ["--qi", "twice"]),
+])
+def test_bad_input_exits_2_naming_the_argument(files, tmp_path, args, names):
+    fill = {"release": files["release"], "original": files["original"], "db": files["db"], "folder": tmp_path}
+    target = tmp_path / "bad.html"
+    out = run("report", *[a.format(**fill) for a in args], "-o", target)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert all(name in out.stderr for name in names), out.stderr
+    assert "Traceback" not in out.stderr and not target.exists()
+
+
+def test_without_matplotlib_report_says_how_to_install_it(files, tmp_path):
+    target = tmp_path / "r.html"
+    out = run("report", files["release"], "--qi", "age", "-o", target, code=WITHOUT_MATPLOTLIB)
+    assert out.returncode == 1 and "duckdb-anon[report]" in out.stderr and "matplotlib" in out.stderr
+    assert "Traceback" not in out.stderr and not target.exists()

@@ -30,6 +30,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     from duckdb_anon import __version__
     from duckdb_anon.walk import register
 
+    con.complete()  # a pending result would make create_function fail ("unfinished result")
     register(con)  # before the SQL: macros that call a UDF can only be created once it exists
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
@@ -40,10 +41,11 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
     """The duckdb-anon version installed in the connection's database, or None."""
+    # fetchall(): read every result to its end, so no pending result blocks a later install()
     found = con.execute(
         "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckdb_anon_version'"
-    ).fetchone()[0]
-    return con.execute("SELECT duckdb_anon_version()").fetchone()[0] if found else None
+    ).fetchall()[0][0]
+    return con.execute("SELECT duckdb_anon_version()").fetchall()[0][0] if found else None
 
 
 def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:

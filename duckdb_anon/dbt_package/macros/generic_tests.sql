@@ -1,0 +1,44 @@
+{#-
+    Generic tests for published releases. Each returns the offending rows, so dbt counts them as failures.
+    k_anonymous and l_diverse are plain GROUP BY queries over the model, independent of the functions that
+    made the release: they hold any table to the privacy model, whatever produced it. A class is a group of
+    rows with identical QI values; NULL counts as a value (GROUP BY puts the NULLs together).
+-#}
+
+{#- k-anonymity: one row per class with fewer than k rows (its QI values and class_size). -#}
+{% test k_anonymous(model, qis, k) %}
+    {{- duckdb_anon.check_names('k_anonymous', 'qis', qis) -}}
+    {{- duckdb_anon.check_integer('k_anonymous', 'k', k, 1) -}}
+SELECT {{ duckdb_anon.sql_identifiers(qis) }}, count(*) AS class_size
+FROM {{ model }}
+GROUP BY {{ duckdb_anon.sql_identifiers(qis) }}
+HAVING count(*) < {{ k }}
+{% endtest %}
+
+{#-
+    Distinct l-diversity: one row per class whose sensitive column takes fewer than l distinct values
+    (its QI values, class_size and distinct_sensitive). A NULL sensitive value counts as one value, as in
+    class_profile() and privacy_measures().
+-#}
+{% test l_diverse(model, qis, sensitive, l) %}
+    {{- duckdb_anon.check_names('l_diverse', 'qis', qis) -}}
+    {{- duckdb_anon.check_name('l_diverse', 'sensitive', sensitive) -}}
+    {{- duckdb_anon.check_integer('l_diverse', 'l', l, 1) -}}
+    {%- set s = duckdb_anon.sql_identifier(sensitive) -%}
+SELECT {{ duckdb_anon.sql_identifiers(qis) }}, count(*) AS class_size,
+       count(DISTINCT {{ s }}) + CASE WHEN count({{ s }}) < count(*) THEN 1 ELSE 0 END AS distinct_sensitive
+FROM {{ model }}
+GROUP BY {{ duckdb_anon.sql_identifiers(qis) }}
+HAVING count(DISTINCT {{ s }}) + CASE WHEN count({{ s }}) < count(*) THEN 1 ELSE 0 END < {{ l }}
+{% endtest %}
+
+{#-
+    Pattern preservation: the constraints of `locality_table` (made by localities() on the source) that the
+    model's column breaks, as returned by check_localities(). Rows are matched by scan position, so the
+    model must keep the source's row order (random_walk() returns rows in source order; materialize it as
+    a table). Use it as a column test: the column is the walked one.
+-#}
+{% test localities_preserved(model, column_name, locality_table) %}
+    {{- duckdb_anon.check_name('localities_preserved', 'column_name', column_name) -}}
+SELECT * FROM check_localities({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_literal(column_name) }}, {{ duckdb_anon.sql_literal(locality_table) }})
+{% endtest %}

@@ -28,6 +28,7 @@ def sql_files() -> list[Path]:
 def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Create or replace every duckdb-anon macro in the connection's current database; returns `con`."""
     from duckdb_anon import __version__
+    from duckdb_anon.roles import apply_policies
     from duckdb_anon.walk import register
 
     con.complete()  # a pending result would make create_function fail ("unfinished result")
@@ -36,6 +37,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         con.execute(path.read_text(encoding="utf-8"))
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
+    apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
     return con
 
 

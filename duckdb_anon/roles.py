@@ -1,0 +1,78 @@
+"""Declared column roles and table policies (the catalog tables of ``sql/70_roles.sql``), from Python.
+
+Everything here is a thin, checked way to write what plain SQL can write too (INSERTs into
+``anon_column_roles`` / ``anon_policies``), plus :func:`apply_policies`, which runs the statement the SQL
+macro ``anon_compile_policies()`` returns: DuckDB binds table-function arguments from constants only, so
+the declarations become constant SQL text inside the macro ``anonymized()``.
+
+Names and values travel as query parameters; the compiled SQL is produced by the SQL macros' own escaping.
+"""
+from __future__ import annotations
+
+import duckdb
+
+ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive")
+
+
+class DeclarationError(ValueError):
+    """A role or policy that cannot be declared; the message names the function and the argument."""
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    try:
+        return [row[0] for row in con.execute("SELECT column_name FROM (DESCRIBE SELECT * FROM query_table(?))",
+                                              [table]).fetchall()]
+    except duckdb.Error as err:
+        raise DeclarationError(f"declare_role(): argument 'table' names no readable table: {table} ({err})") from None
+
+
+def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: str, *,
+                 hierarchy: str | None = None, pseudonymize: bool = False) -> None:
+    """Declare `column` of `table` as one of ROLES. A column has one role: declaring another is an error."""
+    if role not in ROLES:
+        raise DeclarationError(f"declare_role(): argument 'role' must be one of {', '.join(ROLES)}, got {role!r}")
+    columns = _columns(con, table)
+    if column.lower() not in (c.lower() for c in columns):
+        raise DeclarationError(f"declare_role(): argument 'column': table {table!r} has no column {column!r} "
+                               f"(it has {', '.join(columns)})")
+    if hierarchy is not None and role != "quasi_identifier":
+        raise DeclarationError("declare_role(): argument 'hierarchy' is for quasi_identifier columns only")
+    if pseudonymize and role != "identifier":
+        raise DeclarationError("declare_role(): argument 'pseudonymize' is for identifier columns only")
+    existing = con.execute("SELECT column_name, role FROM anon_column_roles WHERE table_name = ? AND lower(column_name) = lower(?)",
+                           [table, column]).fetchall()
+    if existing:
+        raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
+                               f"{existing[0][1]}; delete that row of anon_column_roles first")
+    con.execute("INSERT INTO anon_column_roles VALUES (?, ?, ?, ?, ?)", [table, column, role, hierarchy, pseudonymize])
+
+
+def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,
+               l_kind: str = "distinct", c: float = 2, t: float | None = None, key_name: str | None = None) -> None:
+    """Create or replace `table`'s policy. The catalog's CHECK constraints reject out-of-range values."""
+    try:
+        con.execute("INSERT OR REPLACE INTO anon_policies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [table, k, mode, l, l_kind, c, t, key_name])
+    except duckdb.ConstraintException as err:
+        raise DeclarationError(f"set_policy(): {err}") from None
+
+
+def apply_policies(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create ``anonymized(table_name)`` from the current declarations."""
+    statement = con.execute("SELECT anon_compile_policies()").fetchall()[0][0]
+    con.execute(statement)
+
+
+def set_pseudonym_key(con: duckdb.DuckDBPyConnection, key_name: str, key: str) -> None:
+    """Put the pseudonym key in this session only (a session variable; never written to the file)."""
+    if not key_name.replace("_", "").isalnum():
+        raise DeclarationError("set_pseudonym_key(): argument 'key_name' must be letters, digits and _")
+    con.execute(f"SET VARIABLE duckdb_anon_key_{key_name} = ?", [key])
+
+
+def create_anonymized_view(con: duckdb.DuckDBPyConnection, table: str, view: str) -> None:
+    """``CREATE OR REPLACE VIEW <view> AS SELECT * FROM anonymized('<table>')``: a view that recomputes the
+    release whenever it is read, so it follows the data; it works from any client opening the file."""
+    quoted_view = '"' + view.replace('"', '""') + '"'
+    literal = con.execute("SELECT anon_sql_literal(?)", [table]).fetchall()[0][0]
+    con.execute(f"CREATE OR REPLACE VIEW {quoted_view} AS SELECT * FROM anonymized({literal})")

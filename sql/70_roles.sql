@@ -1,0 +1,126 @@
+-- Declared column roles and per-table policies, in the database, and the anonymized() release they
+-- describe. Pure SQL, except that someone must run the SQL text anon_compile_policies() returns (Python's
+-- duckdb_anon.apply_policies(con) or install() does it; any client can).
+--
+-- Why a compile step: anonymized('patients') must call mondrian() with the table's QIs and k, and DuckDB
+-- binds a table function's arguments (query()'s text, COLUMNS' lists) from constants only, never from a
+-- subquery on a catalog table ("Table function cannot contain subqueries"). So the declarations are turned
+-- into constant SQL text, one branch per table, inside the macro anonymized(). Every branch carries a
+-- fingerprint of the declarations it was made from, and refuses to run once they have changed.
+
+-- The catalog: plain tables the user INSERTs into (install never drops or rewrites them).
+CREATE TABLE IF NOT EXISTS anon_column_roles (
+    table_name   VARCHAR NOT NULL,  -- as query_table() reads it: 'patients', 'clinic.patients'
+    column_name  VARCHAR NOT NULL,
+    role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
+    hierarchy    VARCHAR,           -- quasi_identifier only: the hierarchy table generalizing it
+    pseudonymize BOOLEAN NOT NULL DEFAULT false,  -- identifier only: keyed pseudonym instead of dropping it
+    PRIMARY KEY (table_name, column_name));
+
+CREATE TABLE IF NOT EXISTS anon_policies (
+    table_name VARCHAR PRIMARY KEY,
+    k          INTEGER NOT NULL CHECK (k >= 1),
+    mode       VARCHAR NOT NULL DEFAULT 'strict' CHECK (mode IN ('strict', 'relaxed')),
+    l          DOUBLE CHECK (l >= 1),
+    l_kind     VARCHAR NOT NULL DEFAULT 'distinct' CHECK (l_kind IN ('distinct', 'entropy', 'recursive')),
+    c          DOUBLE NOT NULL DEFAULT 2 CHECK (c > 0),
+    t          DOUBLE CHECK (t > 0 AND t <= 1),
+    key_name   VARCHAR CHECK (regexp_full_match(key_name, '[A-Za-z0-9_]+')));  -- names the session variable holding the pseudonym key
+
+-- A SQL identifier that cannot escape its quotes.
+CREATE OR REPLACE MACRO anon_sql_identifier(s) AS '"' || replace(s::VARCHAR, '"', '""') || '"';
+
+-- Keyed pseudonym (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 32 hex digits.
+-- The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name> = '...', so it is never
+-- written to the database file. Same key and value give the same pseudonym in every table.
+CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
+    CASE WHEN value IS NULL THEN NULL
+         WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
+         THEN error('anonymized(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
+                    || ' = ''<secret>'' (or duckdb_anon.set_pseudonym_key) first')
+         ELSE left(sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR
+                          || sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR || value::VARCHAR)), 32) END;
+
+-- Every declaration, with its table's policy and what is wrong with it, if anything.
+CREATE OR REPLACE VIEW anon_roles AS
+WITH columns AS (
+    SELECT lower(column_name) AS column_name,
+           unnest([lower(table_name), lower(schema_name || '.' || table_name),
+                   lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_name
+    FROM duckdb_columns())
+SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
+       p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM columns c WHERE c.table_name = lower(r.table_name) AND c.column_name = lower(r.column_name))
+                 THEN 'the table has no column ''' || r.column_name || ''''
+            WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
+                 THEN 'column ''' || r.column_name || ''' has ' || count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name))
+                      || ' roles'
+            WHEN r.hierarchy IS NOT NULL AND r.role <> 'quasi_identifier' THEN 'a hierarchy is for quasi_identifier columns only'
+            WHEN r.pseudonymize AND r.role <> 'identifier' THEN 'pseudonymize is for identifier columns only'
+            WHEN r.pseudonymize AND p.key_name IS NULL THEN 'pseudonymize needs the policy''s key_name'
+            WHEN p.table_name IS NULL THEN 'the table has no policy (anon_policies)'
+       END AS problem
+FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name);
+
+-- What the declarations of one table amount to, as text: changes when any of them changes.
+CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
+    md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize), chr(10) ORDER BY column_name)
+                  FROM anon_column_roles WHERE table_name = tn), '')
+        || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name) FROM anon_policies WHERE table_name = tn), ''));
+
+CREATE OR REPLACE MACRO anon_policy_is_current(tn, fingerprint) AS
+    CASE WHEN anon_policy_fingerprint(tn) = fingerprint THEN true
+         ELSE error('anonymized(): the declarations of ''' || tn || ''' changed since they were applied: run '
+                    || 'duckdb_anon.apply_policies(con) (or execute the text of SELECT anon_compile_policies())') END;
+
+-- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
+CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
+    WITH roles AS (SELECT * FROM anon_roles WHERE table_name = tn),
+    policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
+    parts AS (
+        SELECT list(column_name ORDER BY column_name) FILTER (WHERE role = 'quasi_identifier') AS qis,
+               list(column_name ORDER BY column_name) FILTER (WHERE role = 'sensitive') AS sensitive,
+               list(column_name ORDER BY column_name) FILTER (WHERE role = 'identifier' AND NOT pseudonymize) AS dropped,
+               list(column_name ORDER BY column_name) FILTER (WHERE role = 'identifier' AND pseudonymize) AS pseudonymized,
+               list({'qi': column_name, 'h': hierarchy} ORDER BY column_name) FILTER (WHERE hierarchy IS NOT NULL) AS hierarchies,
+               min(problem) AS problem
+        FROM roles)
+    SELECT CASE
+        WHEN (SELECT count(*) FROM policy) = 0
+             THEN 'SELECT error(' || anon_sql_literal('anonymized(): table ''' || tn || ''' has no policy in anon_policies') || ')'
+        WHEN parts.problem IS NOT NULL
+             THEN 'SELECT error(' || anon_sql_literal('anonymized(): the declarations of ''' || tn || ''' are invalid: ' || parts.problem) || ')'
+        WHEN parts.qis IS NULL
+             THEN 'SELECT error(' || anon_sql_literal('anonymized(): the policy of ''' || tn || ''' declares no quasi_identifier column') || ')'
+        WHEN (p.l IS NOT NULL OR p.t IS NOT NULL) AND coalesce(len(parts.sensitive), 0) <> 1
+             THEN 'SELECT error(' || anon_sql_literal('anonymized(): the policy of ''' || tn
+                                                      || ''' asks for l or t, which needs exactly one sensitive column') || ')'
+        ELSE 'SELECT * '
+             || CASE WHEN parts.dropped IS NULL THEN ''
+                     ELSE 'EXCLUDE (' || array_to_string(list_transform(parts.dropped, lambda c: anon_sql_identifier(c)), ', ') || ') ' END
+             || CASE WHEN parts.pseudonymized IS NULL THEN ''
+                     ELSE 'REPLACE (' || array_to_string(list_transform(parts.pseudonymized, lambda c:
+                              'anon_pseudonym(' || anon_sql_identifier(c) || ', ' || anon_sql_literal(p.key_name) || ') AS '
+                              || anon_sql_identifier(c)), ', ') || ') ' END
+             || 'FROM mondrian(' || anon_sql_literal(tn) || ', ' || anon_sql_list(parts.qis) || ', ' || p.k::VARCHAR
+             || ', mode := ' || anon_sql_literal(p.mode)
+             || CASE WHEN parts.hierarchies IS NULL THEN ''
+                     ELSE ', hierarchies := MAP {' || array_to_string(list_transform(parts.hierarchies, lambda h:
+                              anon_sql_literal(h.qi) || ': ' || anon_sql_literal(h.h)), ', ') || '}' END
+             || CASE WHEN p.l IS NULL AND p.t IS NULL THEN ''
+                     ELSE ', sensitive := ' || anon_sql_literal(parts.sensitive[1])
+                          || coalesce(', l := ' || p.l::VARCHAR, '') || ', l_kind := ' || anon_sql_literal(p.l_kind)
+                          || ', c := ' || p.c::VARCHAR || coalesce(', t := ' || p.t::VARCHAR, '') END
+             || ') WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
+             || anon_sql_literal(anon_policy_fingerprint(tn)) || ')'
+        END
+    FROM parts LEFT JOIN policy p ON true);
+
+-- The statement that (re)creates anonymized(table_name) from the current declarations: one branch per
+-- table with a policy or a declared role. Run its result to apply the declarations.
+CREATE OR REPLACE MACRO anon_compile_policies() AS (
+    SELECT 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
+           || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(tn) || ' THEN ' || anon_sql_literal(anon_policy_sql(tn)), ' ' ORDER BY tn), '')
+           || ' ELSE error(''anonymized(): no policy applied for table '''''' || table_name || '''''': declare it in '
+           || 'anon_column_roles and anon_policies, then run duckdb_anon.apply_policies(con)'') END)'
+    FROM (SELECT table_name AS tn FROM anon_policies UNION SELECT table_name FROM anon_column_roles));

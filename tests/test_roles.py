@@ -1,0 +1,162 @@
+"""Declared roles -> anonymized() -> views: k-anonymity checked independently, identifiers dropped or
+pseudonymized, persistence in the file for plain DuckDB clients, and the bad declarations."""
+import hashlib
+import subprocess
+import sys
+import textwrap
+
+import duckdb
+import pytest
+
+import duckdb_anon
+from duckdb_anon import roles
+from independent import class_sizes
+
+
+def make_patients(con, name="patients", n=600):
+    con.execute(f"""CREATE TABLE {name} AS SELECT range AS pid, 'Name ' || range AS full_name, 20 + range % 53 AS age,
+                    10000 + (range * 7) % 41 AS zip, ['flu', 'asthma', 'diabetes', 'none'][range % 4 + 1] AS diagnosis,
+                    range % 3 AS visits FROM range({n})""")
+
+
+def declare_patients(con, name="patients", k=10, **policy):
+    roles.declare_role(con, name, "pid", "identifier", pseudonymize=True)
+    roles.declare_role(con, name, "full_name", "identifier")
+    roles.declare_role(con, name, "age", "quasi_identifier")
+    roles.declare_role(con, name, "zip", "quasi_identifier")
+    roles.declare_role(con, name, "diagnosis", "sensitive")
+    roles.declare_role(con, name, "visits", "insensitive")
+    roles.set_policy(con, name, k, key_name="clinic", **policy)
+    roles.apply_policies(con)
+
+
+def expected_pseudonym(key, value):
+    inner = hashlib.sha256((key + str(value)).encode()).hexdigest()
+    return hashlib.sha256((key + inner).encode()).hexdigest()[:32]
+
+
+def test_declared_roles_give_a_k_anonymous_l_diverse_view(con):
+    make_patients(con)
+    before = con.execute("SELECT * FROM patients ORDER BY pid").fetchall()
+    declare_patients(con, l=2)
+    roles.set_pseudonym_key(con, "clinic", "s3cret")
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    release = con.execute("SELECT * FROM patients_anon").df()
+    assert list(release.columns) == ["pid", "age", "zip", "diagnosis", "visits"]  # full_name dropped
+    assert len(release) == 600 and class_sizes(release, ["age", "zip"]).min() >= 10
+    key = release[["age", "zip"]].astype(str).agg("|".join, axis=1)
+    assert release.groupby(key.values)["diagnosis"].nunique().min() >= 2
+    assert sorted(release["pid"]) == sorted(expected_pseudonym("s3cret", i) for i in range(600))
+    assert con.execute("SELECT * FROM patients ORDER BY pid").fetchall() == before  # source untouched
+    # the view follows the data
+    con.execute("INSERT INTO patients SELECT range, 'x', 30, 10001, 'flu', 0 FROM range(600, 650)")
+    grown = con.execute("SELECT * FROM patients_anon").df()
+    assert len(grown) == 650 and class_sizes(grown, ["age", "zip"]).min() >= 10
+
+
+def test_pseudonyms_are_stable_across_tables_and_change_with_the_key(con):
+    make_patients(con, "patients")
+    con.execute("CREATE TABLE visits AS SELECT pid, 40 + pid % 30 AS weight, pid % 5 AS ward FROM patients")
+    declare_patients(con)
+    roles.declare_role(con, "visits", "pid", "identifier", pseudonymize=True)
+    roles.declare_role(con, "visits", "weight", "quasi_identifier")
+    roles.declare_role(con, "visits", "ward", "quasi_identifier")
+    roles.set_policy(con, "visits", 5, key_name="clinic")
+    roles.apply_policies(con)
+    with pytest.raises(duckdb.Error, match=r"anonymized\(\): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_clinic"):
+        con.execute("SELECT * FROM anonymized('patients')").fetchall()
+    roles.set_pseudonym_key(con, "clinic", "one key")
+    first = set(r[0] for r in con.execute("SELECT pid FROM anonymized('patients')").fetchall())
+    joined = con.execute("SELECT count(*) FROM anonymized('patients') p JOIN anonymized('visits') v USING (pid)").fetchone()[0]
+    assert len(first) == 600 and joined == 600  # joins survive pseudonymization
+    roles.set_pseudonym_key(con, "clinic", "another key")
+    second = set(r[0] for r in con.execute("SELECT pid FROM anonymized('patients')").fetchall())
+    assert len(second) == 600 and not first & second
+
+
+def test_views_work_from_a_plain_duckdb_client_after_reopening(tmp_path):
+    path = tmp_path / "clinic.duckdb"
+    con = duckdb_anon.connect(str(path))
+    make_patients(con)
+    declare_patients(con)
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    con.execute("CREATE VIEW patients_k5 AS SELECT * FROM mondrian('patients', ['age', 'zip'], 5)")
+    con.close()
+    script = textwrap.dedent(f"""
+        import sys, duckdb
+        con = duckdb.connect({str(path)!r})
+        con.execute("SET VARIABLE duckdb_anon_key_clinic = 'k'")
+        for view in ("patients_anon", "patients_k5"):
+            rows = con.execute(f"SELECT age, zip, count(*) OVER (PARTITION BY age, zip) FROM {{view}}").fetchall()
+            print(view, len(rows), min(r[2] for r in rows))
+        assert "duckdb_anon" not in sys.modules
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    sizes = dict((line.split()[0], (int(line.split()[1]), int(line.split()[2]))) for line in out.stdout.splitlines())
+    assert sizes["patients_anon"][0] == 600 and sizes["patients_anon"][1] >= 10
+    assert sizes["patients_k5"][0] == 600 and sizes["patients_k5"][1] >= 5
+
+
+def test_reinstall_upgrades_functions_and_keeps_declarations(tmp_path):
+    path = str(tmp_path / "clinic.duckdb")
+    con = duckdb_anon.connect(path)
+    make_patients(con)
+    declare_patients(con)
+    con.execute("CREATE OR REPLACE MACRO duckdb_anon_version() AS '0.0.1'")
+    con.close()
+    con = duckdb.connect(path)
+    duckdb_anon.install(con)
+    assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
+    assert con.execute("SELECT count(*) FROM anon_column_roles").fetchone()[0] == 6
+    roles.set_pseudonym_key(con, "clinic", "k")
+    assert con.execute("SELECT count(*) FROM anonymized('patients')").fetchone()[0] == 600
+    con.close()
+
+
+def test_bad_declarations(con):
+    make_patients(con)
+    with pytest.raises(roles.DeclarationError, match=r"declare_role\(\): argument 'column': .* has no column 'height'"):
+        roles.declare_role(con, "patients", "height", "quasi_identifier")
+    with pytest.raises(roles.DeclarationError, match=r"declare_role\(\): argument 'role'"):
+        roles.declare_role(con, "patients", "age", "secret")
+    roles.declare_role(con, "patients", "age", "quasi_identifier")
+    with pytest.raises(roles.DeclarationError, match=r"'age' of 'patients' is already declared quasi_identifier"):
+        roles.declare_role(con, "patients", "age", "sensitive")
+    with pytest.raises(duckdb.ConstraintException):  # the same, written as plain SQL
+        con.execute("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('patients', 'age', 'sensitive')")
+    with pytest.raises(roles.DeclarationError, match=r"set_policy\(\)"):
+        roles.set_policy(con, "patients", 0)
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('patients', 'height', 'quasi_identifier')",
+     "the table has no column 'height'"),
+    ("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('patients', 'AGE', 'sensitive')",
+     "column 'AGE' has 2 roles"),
+    ("UPDATE anon_column_roles SET role = 'insensitive' WHERE column_name = 'age'",
+     "declares no quasi_identifier column"),
+])
+def test_invalid_declarations_written_in_sql_are_reported_by_anonymized(con, sql, message):
+    make_patients(con)
+    roles.declare_role(con, "patients", "age", "quasi_identifier")
+    roles.set_policy(con, "patients", 10)
+    con.execute(sql)
+    roles.apply_policies(con)
+    with pytest.raises(duckdb.Error, match=r"anonymized\(\): .*" + message):
+        con.execute("SELECT * FROM anonymized('patients')").fetchall()
+
+
+def test_stale_declarations_and_changed_columns_are_errors_at_query_time(con):
+    make_patients(con)
+    declare_patients(con)
+    roles.set_pseudonym_key(con, "clinic", "k")
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    con.execute("UPDATE anon_policies SET k = 20")
+    with pytest.raises(duckdb.Error, match=r"anonymized\(\): the declarations of 'patients' changed since they were applied"):
+        con.execute("SELECT * FROM patients_anon").fetchall()
+    roles.apply_policies(con)
+    assert class_sizes(con.execute("SELECT * FROM patients_anon").df(), ["age", "zip"]).min() >= 20
+    con.execute("ALTER TABLE patients DROP COLUMN zip")
+    with pytest.raises(duckdb.Error, match=r'"zip"'):
+        con.execute("SELECT * FROM patients_anon").fetchall()

@@ -1,20 +1,36 @@
 {#-
-    anonymize(relation, qis, k, mode='strict'): the body of a model that publishes a k-anonymous release of
-    `relation` (a ref(), a source() or a table name) by Mondrian: every row and column of the source, with
-    the quasi-identifiers `qis` replaced by their equivalence class's generalization.
+    anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct',
+              c=2, t=none): the body of a model that publishes a k-anonymous release of `relation` (a ref(), a
+    source() or a table name) by Mondrian: every row and column of the source, with the quasi-identifiers
+    `qis` replaced by their equivalence class's generalization.
 
         {{ config(materialized='view') }}
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 10) }}
+        {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip'], 10, sensitive='diagnosis', l=2) }}
+        {{ duckdb_anon.anonymize(ref('patients'), ['age', 'sex'], 10, hierarchies={'age': ref('age_hierarchy')}) }}
 
-    It renders  SELECT * FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, 'strict')  with the
-    relation and the column names as escaped string literals. mondrian() itself checks k against the data
-    and the mode ('strict' or 'relaxed') and raises an error naming the argument at fault.
+    It renders  SELECT * FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, mode := 'strict', ...)  with
+    the relation, the column names and the hierarchy tables as escaped string literals and the numbers checked
+    here. mondrian() itself checks the rest against the data (k, the models) and raises an error naming the
+    argument at fault.
 -#}
-{% macro anonymize(relation, qis, k, mode='strict') -%}
+{% macro anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none) -%}
     {{- duckdb_anon.check_names('anonymize', 'qis', qis) -}}
     {{- duckdb_anon.check_integer('anonymize', 'k', k, 1) -}}
     {%- if mode is not string -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument 'mode' must be 'strict' or 'relaxed', got " ~ mode) }}
     {%- endif -%}
-SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, {{ duckdb_anon.sql_literal(mode) }})
+    {%- if hierarchies is not none and hierarchies is not mapping -%}
+        {{ exceptions.raise_compiler_error("anonymize(): argument 'hierarchies' must map QI names to hierarchy tables, got " ~ hierarchies) }}
+    {%- endif -%}
+    {%- if sensitive is not none -%}{{- duckdb_anon.check_name('anonymize', 'sensitive', sensitive) -}}{%- endif -%}
+    {%- for name, value in [('l', l), ('c', c), ('t', t)] if value is not none and (value is not number or value is sameas true or value is sameas false) -%}
+        {{ exceptions.raise_compiler_error("anonymize(): argument '" ~ name ~ "' must be a number, got " ~ value) }}
+    {%- endfor -%}
+SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
+    {%- if hierarchies %}, hierarchies := MAP { {%- for qi, table in hierarchies.items() %}{{ duckdb_anon.sql_literal(qi) }}: {{ duckdb_anon.sql_literal(table) }}{{ ", " if not loop.last }}{% endfor -%} }{% endif %}
+    {%- if sensitive is not none %}, sensitive := {{ duckdb_anon.sql_literal(sensitive) }}, l_kind := {{ duckdb_anon.sql_literal(l_kind) }}, c := {{ c }}
+        {%- if l is not none %}, l := {{ l }}{% endif %}
+        {%- if t is not none %}, t := {{ t }}{% endif %}
+    {%- endif %})
 {%- endmacro %}

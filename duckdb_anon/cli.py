@@ -154,6 +154,23 @@ def report(args: argparse.Namespace) -> int:
         con.close()
 
 
+def install_into(args: argparse.Namespace) -> int:
+    """Install or upgrade the functions in a database file and apply its declared roles and policies, so
+    plain SQL users who INSERT declarations get an up-to-date anonymized()."""
+    from duckdb_anon import installed_version
+
+    path = Path(args.database)
+    if not path.exists() and not args.create:
+        raise BadArgument("DATABASE", f"{path} does not exist (add --create to make a new database file)")
+    con = connect(str(path))  # connect() installs, which applies the declarations
+    try:
+        tables = con.execute("SELECT count(DISTINCT table_name) FROM anon_policies").fetchall()[0][0]
+        print(f"duckdb-anon {installed_version(con)} installed in {path}; policies applied for {tables} table(s)")
+        return 0
+    finally:
+        con.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duckdb-anon", description="Anonymize data inside DuckDB.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -180,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p_rep.add_argument("--quiet", action="store_true", help="no progress bar")
     p_rep.set_defaults(func=report)
+    p_ins = sub.add_parser("install", help="install or upgrade the functions in a database file and apply its policies")
+    p_ins.add_argument("database", metavar="DATABASE", help="the .duckdb file")
+    p_ins.add_argument("--create", action="store_true", help="create the file if it does not exist")
+    p_ins.set_defaults(func=install_into)
     return parser
 
 

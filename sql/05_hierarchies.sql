@@ -46,7 +46,12 @@ ORDER BY v;
 -- rows (qi, leaf, path), built from escaped literals only. Checked here, at bind time: each key is one of
 -- the QIs. Without hierarchies, an empty relation of the same shape.
 CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
-    CASE WHEN hierarchies IS NULL OR len(json_keys(to_json(hierarchies))) = 0
+    CASE WHEN hierarchies IS NULL
+         THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false'
+         WHEN NOT (typeof(hierarchies) LIKE 'STRUCT(%' OR typeof(hierarchies) LIKE 'MAP(%')
+         THEN error(fn || '(): argument ''hierarchies'' must be a STRUCT or MAP of QI name -> hierarchy table name, '
+                    || 'e.g. {''workclass'': ''h_workclass''}')
+         WHEN len(json_keys(to_json(hierarchies))) = 0
          THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false'
          WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h:
                   NOT list_contains(list_transform(qis, lambda q: lower(q)), lower(h))))

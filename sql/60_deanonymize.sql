@@ -18,6 +18,30 @@ draws AS (
     FROM u, range(n) AS r(j))
 SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER BY record_id, item, ts;
 
+-- Bad input. A table lacking a needed column must fail with an error naming the function and the
+-- argument, not with DuckDB's binder error about a column it never saw in the call. So the input tables
+-- are read through anon_with_columns: a union by name with an empty relation that has every needed column
+-- gives a relation that always has them (NULL where the table has none), and anon_require_columns checks
+-- the real columns at run time against DESCRIBE. (The union costs nothing measurable; picking columns
+-- with COLUMNS(lambda ...) cost about 10 % more CPU on the attack.)
+
+-- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`
+-- (case-insensitive, as DuckDB's identifiers are).
+CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns) AS TABLE
+SELECT anon_check(len(missing) > 0, fn, arg,
+                  'lacks the column(s) ' || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
+                  || ' (it needs ' || array_to_string(columns, ', ') || ')') AS ok
+FROM (SELECT list_filter(columns, lambda c: NOT list_contains(have, lower(c))) AS missing
+      FROM (SELECT list(lower(column_name)) AS have FROM (DESCRIBE FROM query_table(table_name))));
+
+-- The tables of this file, read without naming a column the table may lack: every column of
+-- table_name, plus any of record_id, target_id, item, value, ts that it has not, as NULL. UNION BY NAME
+-- matches names case-insensitively, as DuckDB's identifiers are.
+CREATE OR REPLACE MACRO anon_with_columns(table_name) AS TABLE
+(SELECT NULL AS record_id, NULL AS target_id, NULL AS item, NULL AS value, NULL AS ts LIMIT 0)
+UNION ALL BY NAME
+(SELECT * FROM query_table(table_name));
+
 -- Scoreboard-RH. For every target of `aux_table` (target_id, item, value, ts: what the adversary knows) and
 -- every record of `published_table` (record_id, item, value, ts) sharing an item with it:
 --   score = sum over shared items of wt(i) * Sim, wt(i) = 1 / ln |supp(i)| (supp: records rating the item;
@@ -27,10 +51,15 @@ SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER
 -- over all records) and in the entropy of Pi(r) ~ exp(score / sigma). One row per target: the best record,
 -- its score and the runner-up's, sigma, eccentricity (best - second) / sigma, matched (eccentricity >= phi)
 -- and entropy_bits.
-CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true) AS TABLE
+-- An aux table without targets gives no rows. `fn` names the user-facing function in error messages.
+CREATE OR REPLACE MACRO anon_deanonymize(fn, published_table, aux_table, rho0, d0, phi, use_dates) AS TABLE
 WITH
-published AS (SELECT record_id, item, value::DOUBLE AS value, ts FROM query_table(published_table)),
-aux AS (SELECT target_id, item, value::DOUBLE AS value, ts FROM query_table(aux_table)),
+checks AS (
+    SELECT p.ok AND a.ok AS ok
+    FROM anon_require_columns(fn, 'published_table', published_table, ['record_id', 'item', 'value', 'ts']) p,
+         anon_require_columns(fn, 'aux_table', aux_table, ['target_id', 'item', 'value', 'ts']) a),
+published AS (SELECT record_id, item, value::DOUBLE AS value, ts FROM anon_with_columns(published_table)),
+aux AS (SELECT target_id, item, value::DOUBLE AS value, ts FROM anon_with_columns(aux_table)),
 records AS (SELECT count(DISTINCT record_id) AS n FROM published),
 weights AS (SELECT item, 1.0 / ln(greatest(count(*), 2)) AS wt FROM published GROUP BY item),
 scores AS (  -- one row per (target, candidate record sharing an item)
@@ -60,22 +89,39 @@ SELECT s.target_id, s.best_record, s.best AS score, s.second AS runner_up, s.sig
        coalesce((s.best - s.second) / nullif(s.sigma, 0) >= phi, false) AS matched,
        e.entropy_bits
 FROM stats s LEFT JOIN entropy e USING (target_id)
-ORDER BY s.target_id;
+-- The checks as a branch of their own, so that they run even when there are no targets (never a row)
+UNION ALL BY NAME
+SELECT NULL AS target_id FROM checks WHERE NOT ok
+ORDER BY target_id;
+
+CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true) AS TABLE
+SELECT * FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, d0, phi, use_dates);
 
 -- Evaluation against ground truth (target_id, record_id; record_id NULL when the target is absent from the
 -- release): reidentified = share of present targets matched to their own record; false_match_rate = share
 -- of absent targets matched to anyone; median_entropy_bits over all targets.
+-- The targets are those of the truth table: with an empty aux table none is matched (reidentified 0);
+-- with an empty truth table the counts are 0 and the shares NULL.
 CREATE OR REPLACE MACRO deanonymize_evaluate(published_table, aux_table, truth_table, rho0 := 1.5, d0 := 30, phi := 1.5,
                                              use_dates := true) AS TABLE
-SELECT count(*) FILTER (WHERE t.record_id IS NOT NULL) AS present_targets,
-       avg(CASE WHEN d.matched AND d.best_record = t.record_id THEN 1.0 ELSE 0.0 END)
-           FILTER (WHERE t.record_id IS NOT NULL) AS reidentified,
-       count(*) FILTER (WHERE t.record_id IS NULL) AS absent_targets,
-       avg(CASE WHEN d.matched THEN 1.0 ELSE 0.0 END) FILTER (WHERE t.record_id IS NULL) AS false_match_rate,
-       median(d.entropy_bits) AS median_entropy_bits
-FROM query_table(truth_table) t
-LEFT JOIN deanonymize(published_table, aux_table, rho0 := rho0, d0 := d0, phi := phi, use_dates := use_dates) d
-    USING (target_id);
+WITH
+checks AS (  -- all three tables, here too: the aggregate below always has its one row to run them on
+    SELECT p.ok AND a.ok AND t.ok AS ok
+    FROM anon_require_columns('deanonymize_evaluate', 'published_table', published_table, ['record_id', 'item', 'value', 'ts']) p,
+         anon_require_columns('deanonymize_evaluate', 'aux_table', aux_table, ['target_id', 'item', 'value', 'ts']) a,
+         anon_require_columns('deanonymize_evaluate', 'truth_table', truth_table, ['target_id', 'record_id']) t),
+truth AS (SELECT target_id, record_id FROM anon_with_columns(truth_table)),
+summary AS (
+    SELECT count(*) FILTER (WHERE t.record_id IS NOT NULL) AS present_targets,
+           avg(CASE WHEN d.matched AND d.best_record = t.record_id THEN 1.0 ELSE 0.0 END)
+               FILTER (WHERE t.record_id IS NOT NULL) AS reidentified,
+           count(*) FILTER (WHERE t.record_id IS NULL) AS absent_targets,
+           avg(CASE WHEN d.matched THEN 1.0 ELSE 0.0 END) FILTER (WHERE t.record_id IS NULL) AS false_match_rate,
+           median(d.entropy_bits) AS median_entropy_bits
+    FROM truth t
+    LEFT JOIN anon_deanonymize('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates) d
+        USING (target_id))
+SELECT summary.* FROM summary, checks WHERE checks.ok;
 
 -- What an adversary might know, for experiments: for `targets` records of table_name (chosen by seed),
 -- known_items of their items, each rating moved by a whole number in [-value_noise, value_noise] and each
@@ -100,11 +146,31 @@ FROM picked WHERE pick <= known_items;
 -- the people in aux_table (with their ids); each is linked to the released record nearest to those values
 -- (Euclidean over QIs scaled by the release's range). One row: people, linked_to_own_record (the share
 -- whose nearest record is their own, by id_column) and mean_rank (the average position of their own record
--- among all records ordered by distance; 1 = nearest). Numeric QIs only.
+-- among all records ordered by distance; 1 = nearest). Numeric QIs only. People whose id is not in the
+-- release are not counted; an empty aux table gives people = 0 and NULL figures.
+
+-- (__anon_id, v): each row's id and its QI values as DOUBLE[]. The QI names come from the caller, so
+-- columns are picked with COLUMNS(lambda ...) beside a constant sentinel column (__anon_none): that binds
+-- whether or not a column is there (a missing one is reported by anon_require_columns), and
+-- coalesce(sentinel NULL, column) is the column itself.
+-- COLUMNS() yields a table's own column order, so v is put in the order of the QIs' names: two tables
+-- holding the QIs in different orders still give comparable vectors.
+CREATE OR REPLACE MACRO anon_qi_vectors(table_name, lower_qis, id_column) AS TABLE
+SELECT __anon_id, list_transform(list_grade_up(names[2:]), lambda i: v[i + 1]) AS v  -- [1] is the sentinel
+FROM (SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(id_column))) AS __anon_id,
+             list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c))))),
+                            lambda n: lower(n)) AS names,
+             [*COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c)))]::DOUBLE[] AS v
+      FROM (SELECT NULL AS __anon_none, * FROM query_table(table_name)));
+
 CREATE OR REPLACE MACRO linkage_nearest(release_table, aux_table, qis, id_column) AS TABLE
 WITH
-rel AS (SELECT COLUMNS([id_column]) AS __anon_id, [*COLUMNS(qis)]::DOUBLE[] AS v FROM query_table(release_table)),
-aux AS (SELECT COLUMNS([id_column]) AS __anon_id, [*COLUMNS(qis)]::DOUBLE[] AS v FROM query_table(aux_table)),
+checks AS (
+    SELECT r.ok AND a.ok AS ok
+    FROM anon_require_columns('linkage_nearest', 'release_table', release_table, qis || [id_column]) r,
+         anon_require_columns('linkage_nearest', 'aux_table', aux_table, qis || [id_column]) a),
+rel AS (SELECT * FROM anon_qi_vectors(release_table, list_transform(qis, lambda q: lower(q)), id_column)),
+aux AS (SELECT * FROM anon_qi_vectors(aux_table, list_transform(qis, lambda q: lower(q)), id_column)),
 scale AS (  -- per QI: 1 / the release's range
     SELECT list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 1.0 END ORDER BY d) AS inv
     FROM (SELECT d, min(x) AS lo, max(x) AS hi FROM (SELECT unnest(range(len(v))) AS d, unnest(v) AS x FROM rel) GROUP BY d)),
@@ -115,8 +181,10 @@ distances AS (
 ranks AS (
     SELECT person, record, rank() OVER (PARTITION BY person ORDER BY dist) AS place,
            count(*) OVER (PARTITION BY person, dist) AS tied
-    FROM distances)
-SELECT count(*) AS people,
-       avg(CASE WHEN place = 1 THEN 1.0 / tied ELSE 0 END) AS linked_to_own_record,
-       avg(place) AS mean_rank
-FROM ranks WHERE person = record;
+    FROM distances),
+summary AS (
+    SELECT count(*) AS people,
+           avg(CASE WHEN place = 1 THEN 1.0 / tied ELSE 0 END) AS linked_to_own_record,
+           avg(place) AS mean_rank
+    FROM ranks WHERE person = record)
+SELECT summary.* FROM summary, checks WHERE checks.ok;

@@ -13,28 +13,9 @@
 -- holding a comma or braces, or spelled 'NULL', is ambiguous inside a set.
 --
 -- Layout: the release is grouped into classes (rows with one label tuple); distinct labels are parsed
--- once per QI; distinct (QI, label, value) pairs that cover are found once; a person is consistent with a
--- class when the covering pairs join that class on every QI. Nothing is compared row by row.
-
--- The hierarchy tables as one relation (qi, leaf, path), as SQL text for query(): built from fixed text
--- and escaped literals only. `hierarchies` is a STRUCT or MAP of QI name -> hierarchy table name.
-CREATE OR REPLACE MACRO anon_linkage_hierarchy_sql(hierarchies, qis) AS
-    CASE WHEN hierarchies IS NULL
-             THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path LIMIT 0'
-         WHEN NOT (typeof(hierarchies) LIKE 'STRUCT(%' OR typeof(hierarchies) LIKE 'MAP(%')
-             THEN error('linkage_classes(): argument ''hierarchies'' must be a STRUCT or MAP of QI name -> '
-                        || 'hierarchy table name, e.g. {''workclass'': ''workclass_hierarchy''}')
-         -- to_json reads a STRUCT and a MAP alike; back as MAP(VARCHAR, VARCHAR) it has entries to walk
-         WHEN list_bool_or(list_transform(map_keys(json_transform(to_json(hierarchies), '"MAP(VARCHAR, VARCHAR)"')),
-                                          lambda q: q IS NULL OR NOT list_contains(qis, lower(q))))
-             THEN error('linkage_classes(): argument ''hierarchies'' names a column that is not in ''qis''')
-         ELSE array_to_string(list_transform(
-                  map_entries(json_transform(to_json(hierarchies), '"MAP(VARCHAR, VARCHAR)"')),
-                  lambda e: 'SELECT ' || anon_sql_literal(lower(struct_extract(e, 'key'))) || ' AS qi, '
-                            || 'leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM query_table('
-                            || anon_sql_literal(struct_extract(e, 'value')) || ')'),
-              ' UNION ALL ')
-    END;
+-- once per QI; the covering (value, label) pairs are found once, over distinct values and labels; a
+-- person's candidate classes come from their most selective QI, and a candidate is consistent when
+-- covering pairs join it on every QI. Nothing is compared row by row.
 
 -- One aux value as the audit reads it: its text (compared with labels and hierarchy leaves), its DOUBLE
 -- order key (compared with ranges) and its kind, which decides how the QI's labels are parsed.
@@ -44,28 +25,20 @@ CREATE OR REPLACE MACRO anon_linkage_value(v) AS
      'kind': CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END};
 
 -- The audit itself, once the arguments are checked (linkage_classes below): qis and id_column arrive in
--- lower case, hierarchy_sql as the text made by anon_linkage_hierarchy_sql.
+-- lower case, hierarchy_sql as the text made by anon_hierarchy_sql (05_hierarchies.sql).
 -- Columns are picked with COLUMNS(lambda ...) next to a constant sentinel column (__anon_none) rather
--- than by name, so a missing column does not stop the binder: the check on DESCRIBE below names it.
+-- than by name, so a missing column does not stop the binder: anon_require_columns (60_deanonymize.sql)
+-- names it instead.
 CREATE OR REPLACE MACRO anon_linkage_classes(release_table, aux_table, qis, id_column, hierarchy_sql) AS TABLE
 WITH
 checks AS (  -- every QI and the id column in both tables, else an error naming the argument
-    SELECT anon_check(len(list_filter(qis || [id_column], lambda q: NOT list_contains(rel_cols, q))) > 0,
-                      'linkage_classes', 'release_table', 'has no column '
-                      || array_to_string(list_transform(list_filter(qis || [id_column], lambda q: NOT list_contains(rel_cols, q)),
-                                                      lambda q: '''' || q || ''''), ', '))
-       AND anon_check(len(list_filter(qis || [id_column], lambda q: NOT list_contains(aux_cols, q))) > 0,
-                      'linkage_classes', 'aux_table', 'has no column '
-                      || array_to_string(list_transform(list_filter(qis || [id_column], lambda q: NOT list_contains(aux_cols, q)),
-                                                      lambda q: '''' || q || ''''), ', ')
-                      || ' (it needs the id column and every QI)') AS ok
-    FROM (SELECT list(lower(column_name)) AS rel_cols FROM (DESCRIBE FROM query_table(release_table))),
-         (SELECT list(lower(column_name)) AS aux_cols FROM (DESCRIBE FROM query_table(aux_table)))),
+    SELECT r.ok AND a.ok AS ok
+    FROM anon_require_columns('linkage_classes', 'release_table', release_table, qis || [id_column]) r,
+         anon_require_columns('linkage_classes', 'aux_table', aux_table, qis || [id_column]) a),
 released AS (  -- every released row: its id and its QI labels as text
-    SELECT __anon_ids[2] AS __anon_id, * EXCLUDE (__anon_ids)  -- [sentinel, id], or [sentinel] if missing
-    FROM (SELECT [*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)] AS __anon_ids,
-                 COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c)))::VARCHAR
-          FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table)))),
+    SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
+           COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c)))::VARCHAR
+    FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table))),
 release_rows AS MATERIALIZED (  -- a class is one distinct label tuple
     SELECT __anon_id, dense_rank() OVER (ORDER BY row(*COLUMNS(lambda c: c <> '__anon_id'))) AS class_id,
            [*COLUMNS(lambda c: c <> '__anon_id')] AS labels
@@ -74,17 +47,19 @@ release_names AS (  -- the label list's column names (COLUMNS() keeps the table'
     SELECT list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c <> '__anon_id'))), lambda n: lower(n)) AS names
     FROM released LIMIT 1),
 classes AS (SELECT class_id, count(*) AS class_size, any_value(labels) AS labels FROM release_rows GROUP BY class_id),
-class_labels AS MATERIALIZED (  -- long form: (class, QI, label)
-    SELECT class_id, qi, label
+class_labels AS MATERIALIZED (  -- long form: (class, QI, label); label_id numbers the distinct (QI, label)
+    SELECT class_id, qi, label, dense_rank() OVER (ORDER BY qi, label) AS label_id
     FROM (SELECT class_id, unnest(names) AS qi, unnest(labels) AS label FROM classes, release_names)
     WHERE qi <> '__anon_none'),
-aux AS MATERIALIZED (  -- every person (one row each): a row number, the id, and per QI its value as text, as a DOUBLE key, and its kind
-    SELECT row_number() OVER () AS __anon_person, __anon_ids[2] AS __anon_id, * EXCLUDE (__anon_ids)
-    FROM (SELECT [*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)] AS __anon_ids,
-                 anon_linkage_value(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))
-          FROM (SELECT NULL AS __anon_none, * FROM query_table(aux_table)))),
-aux_long AS MATERIALIZED (  -- (person, QI, value)
-    SELECT __anon_person, __anon_id, qi, v.t AS t, v.x AS x, v.kind AS kind
+aux AS MATERIALIZED (  -- one row per person: a row number (the person), the id, and per QI the value as
+                       -- anon_linkage_value reads it. Materialized: row_number() must not be recomputed.
+    SELECT row_number() OVER () AS __anon_person,
+           coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
+           anon_linkage_value(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))
+    FROM (SELECT NULL AS __anon_none, * FROM query_table(aux_table))),
+aux_long AS MATERIALIZED (  -- (person, QI, value); value_id numbers the distinct (QI, value)
+    SELECT __anon_person, __anon_id, qi, v.t AS t, v.x AS x, v.kind AS kind,
+           dense_rank() OVER (ORDER BY qi, v.t) AS value_id
     FROM (SELECT __anon_person, __anon_id, unnest(names) AS qi, unnest(vals) AS v
           FROM (SELECT __anon_person, __anon_id,
                        list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id')))),
@@ -94,7 +69,7 @@ aux_long AS MATERIALIZED (  -- (person, QI, value)
     WHERE qi <> '__anon_none'),
 hierarchy AS (SELECT * FROM query(hierarchy_sql)),
 labels AS (  -- each distinct label of a QI, parsed once; how depends on the QI's type in aux_table
-    SELECT qi, label, kind, body,
+    SELECT label_id, qi, label, kind, body,
            -- lo/hi: the covered range as DOUBLE keys on anon_numeric_key's scale (epoch microseconds
            -- for dates); a number is an optional sign, digits with an optional fraction, an optional
            -- exponent; the anchored regex reads '-5--3' as sign, 5, separator, -3
@@ -112,14 +87,14 @@ labels AS (  -- each distinct label of a QI, parsed once; how depends on the QI'
     FROM (SELECT *, CASE WHEN body LIKE '{%}' THEN string_split(body[2:-2], ',') ELSE [body] END AS elems,
                  regexp_extract(body, '^(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
                                       || '-(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)$', ['lo', 'hi']) AS num
-          FROM (SELECT qi, label, kind,
+          FROM (SELECT label_id, qi, label, kind,
                        -- ',NULL' marks NULL covered beside a range; categories put NULL inside the set
                        CASE WHEN kind = 'category' THEN label ELSE regexp_replace(label, ',NULL$', '') END AS body
-                FROM (SELECT DISTINCT qi, label FROM class_labels)
+                FROM (SELECT DISTINCT label_id, qi, label FROM class_labels)
                 JOIN (SELECT DISTINCT qi, kind FROM aux_long) USING (qi)))),
-covers AS (  -- each (QI, value, label) where the label covers the value: a small join of distinct values
-    SELECT v.qi, v.t, l.label
-    FROM (SELECT DISTINCT qi, t, x, kind FROM aux_long) v
+covers AS MATERIALIZED (  -- (value_id, label_id) where the label covers the value: distinct values only
+    SELECT DISTINCT v.value_id, l.label_id
+    FROM (SELECT DISTINCT value_id, qi, t, x, kind FROM aux_long) v
     JOIN labels l USING (qi)
     LEFT JOIN hierarchy h ON h.qi = v.qi AND h.leaf = v.t
     WHERE CASE WHEN v.t IS NULL THEN l.null_ok
@@ -129,12 +104,25 @@ covers AS (  -- each (QI, value, label) where the label covers the value: a smal
                     OR list_contains(l.elem_keys, v.x)                   -- a set of numbers, read as numbers
                     OR coalesce(list_contains(h.path, l.label), false)   -- a hierarchy node above the leaf
           END),
+-- Joining every QI's covering classes and counting would enumerate, per person, every class that agrees on
+-- any one QI (with sex as a QI, half the classes). Instead each person starts from the QI that leaves the
+-- fewest classes, and only those candidates are checked on the other QIs.
+reach AS (  -- per value: how many classes cover it
+    SELECT c.value_id, count(*) AS classes FROM covers c JOIN class_labels cl USING (label_id) GROUP BY c.value_id),
+start_value AS (  -- per person: the value (on the most selective QI) covered by the fewest classes
+    SELECT a.__anon_person, arg_min(a.value_id, coalesce(r.classes, 0)) AS value_id
+    FROM aux_long a LEFT JOIN reach r USING (value_id)
+    GROUP BY a.__anon_person),
+candidates AS MATERIALIZED (  -- the classes covering that value (materialized: keeps this join order)
+    SELECT s.__anon_person, cl.class_id
+    FROM start_value s JOIN covers c USING (value_id) JOIN class_labels cl USING (label_id)),
 consistent AS (  -- (person, class) pairs where every QI's label covers the person's value
-    SELECT a.__anon_person, cl.class_id
-    FROM aux_long a
-    JOIN covers c ON c.qi = a.qi AND c.t IS NOT DISTINCT FROM a.t
-    JOIN class_labels cl ON cl.qi = c.qi AND cl.label IS NOT DISTINCT FROM c.label
-    GROUP BY a.__anon_person, cl.class_id
+    SELECT k.__anon_person, k.class_id
+    FROM candidates k
+    JOIN aux_long a ON a.__anon_person = k.__anon_person
+    JOIN class_labels cl ON cl.class_id = k.class_id AND cl.qi = a.qi
+    JOIN covers c ON c.value_id = a.value_id AND c.label_id = cl.label_id
+    GROUP BY k.__anon_person, k.class_id
     HAVING count(*) = len(qis)),
 own_found AS (  -- persons whose own released row (by id) lies in a class they are consistent with
     SELECT DISTINCT p.__anon_person
@@ -181,8 +169,7 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
             WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column))
                  THEN error('linkage_classes(): argument ''id_column'' must not be one of the QIs')
             ELSE anon_sql_literal(lower(id_column)) END || ', '
-    || anon_sql_literal(anon_linkage_hierarchy_sql(hierarchies,
-                                                   list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q))))
+    || anon_sql_literal(anon_hierarchy_sql('linkage_classes', hierarchies, try_cast(qis AS VARCHAR[])))
     || ')';
 
 -- linkage_classes(): one row — people (rows of aux_table), consistent_with_one_class (share consistent with

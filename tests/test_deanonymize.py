@@ -1,4 +1,5 @@
 """Scoreboard-RH (Narayanan-Shmatikov) on synthetic sparse ratings: the paper's qualitative findings."""
+import duckdb
 import pytest
 
 
@@ -61,3 +62,76 @@ def test_scores_by_hand_on_a_tiny_release(con):
     wt = 1 / math.log(2)  # item 10 is rated by two records
     assert best == 1 and score == pytest.approx(wt * 2)
     assert runner == pytest.approx(wt * (math.exp(-1 / 1.5) + math.exp(-2 / 30)))
+
+
+# ---- bad input -------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny(con):
+    """A small release, an aux table, truth, and copies of each lacking one needed column."""
+    con.execute("CREATE TABLE pub AS SELECT * FROM synthetic_ratings(200, items := 80, ratings_per_user := 10, seed := 3)")
+    con.execute("CREATE TABLE aux AS SELECT * FROM synthetic_aux('pub', 20, known_items := 4, seed := 4)")
+    con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
+    con.execute("CREATE TABLE pub_no_id AS SELECT record_id AS rid, item, value, ts FROM pub")
+    con.execute("CREATE TABLE aux_no_ts AS SELECT target_id, item, value FROM aux")
+    con.execute("CREATE TABLE aux_no_value_no_ts AS SELECT target_id, item FROM aux")
+    con.execute("CREATE TABLE truth_no_record AS SELECT target_id FROM truth")
+    con.execute("CREATE TABLE people AS SELECT range AS id, range * 3 AS x, range % 7 AS y FROM range(60)")
+    con.execute("CREATE TABLE people_no_y AS SELECT id, x FROM people")
+    con.execute("CREATE TABLE people_no_id AS SELECT x, y FROM people")
+    return con
+
+
+@pytest.mark.parametrize("call, words", [
+    ("deanonymize('pub_no_id', 'aux')", ["deanonymize()", "'published_table'", "'record_id'"]),
+    ("deanonymize('pub', 'aux_no_ts')", ["deanonymize()", "'aux_table'", "'ts'"]),
+    ("deanonymize('pub', 'aux_no_value_no_ts')", ["deanonymize()", "'aux_table'", "'value'", "'ts'"]),
+    ("deanonymize_evaluate('pub_no_id', 'aux', 'truth')", ["deanonymize_evaluate()", "'published_table'", "'record_id'"]),
+    ("deanonymize_evaluate('pub', 'aux_no_ts', 'truth')", ["deanonymize_evaluate()", "'aux_table'", "'ts'"]),
+    ("deanonymize_evaluate('pub', 'aux', 'truth_no_record')", ["deanonymize_evaluate()", "'truth_table'", "'record_id'"]),
+    ("linkage_nearest('people', 'people_no_y', ['x', 'y'], 'id')", ["linkage_nearest()", "'aux_table'", "'y'"]),
+    ("linkage_nearest('people_no_y', 'people', ['x', 'y'], 'id')", ["linkage_nearest()", "'release_table'", "'y'"]),
+    ("linkage_nearest('people', 'people_no_id', ['x', 'y'], 'id')", ["linkage_nearest()", "'aux_table'", "'id'"]),
+])
+def test_missing_columns_are_named(tiny, call, words):
+    with pytest.raises(duckdb.Error) as err:
+        tiny.execute(f"SELECT * FROM {call}").fetchall()
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_empty_aux_gives_no_targets_and_no_people(tiny):
+    con = tiny
+    con.execute("CREATE TABLE nobody AS SELECT * FROM aux LIMIT 0")
+    assert con.execute("SELECT * FROM deanonymize('pub', 'nobody')").fetchall() == []
+    # deanonymize_evaluate counts the truth table's targets: none of them is found
+    present, hit, absent, false_rate, entropy = con.execute(
+        "SELECT * FROM deanonymize_evaluate('pub', 'nobody', 'truth')").fetchone()
+    assert present == con.execute("SELECT count(*) FROM truth").fetchone()[0] and hit == 0
+    assert absent == 0 and false_rate is None and entropy is None
+    con.execute("CREATE TABLE nobody_known AS SELECT * FROM people LIMIT 0")
+    assert con.execute("SELECT * FROM linkage_nearest('people', 'nobody_known', ['x', 'y'], 'id')").fetchone() == (0, None, None)
+
+
+def test_empty_aux_lacking_columns_is_still_an_error(tiny):
+    tiny.execute("CREATE TABLE nobody_no_ts AS SELECT target_id, item, value FROM aux LIMIT 0")
+    for call in ("deanonymize('pub', 'nobody_no_ts')", "deanonymize_evaluate('pub', 'nobody_no_ts', 'truth')"):
+        with pytest.raises(duckdb.Error, match="aux_table"):
+            tiny.execute(f"SELECT * FROM {call}").fetchall()
+
+
+def test_column_names_are_case_insensitive_and_extra_columns_ignored(tiny):
+    con = tiny
+    con.execute("CREATE TABLE pub_upper AS SELECT 'x' AS note, value AS VALUE, ts AS TS, item AS Item, record_id AS Record_ID FROM pub")
+    same = "SELECT target_id, best_record, score, eccentricity FROM deanonymize('{}', 'aux')"
+    assert con.execute(same.format("pub_upper")).fetchall() == con.execute(same.format("pub")).fetchall()
+
+
+def test_linkage_nearest_pairs_qis_by_name_not_column_order(tiny):
+    con = tiny
+    con.execute("CREATE TABLE known AS SELECT id, x, y FROM people WHERE id % 4 = 0")
+    con.execute("CREATE TABLE known_reordered AS SELECT y, id, x FROM known")
+    ours = con.execute("SELECT * FROM linkage_nearest('people', 'known', ['x', 'y'], 'id')").fetchone()
+    reordered = con.execute("SELECT * FROM linkage_nearest('people', 'known_reordered', ['y', 'x'], 'id')").fetchone()
+    assert reordered == ours and ours[0] == 15
+    assert ours[1] == 1.0  # exact values of distinct (x, y) rows: everyone's nearest record is their own

@@ -45,3 +45,81 @@ def test_plain_client_can_extract_localities_but_not_walk(tmp_path):
     con = duckdb_anon.connect(path)  # installing again brings the kernel back on this connection
     assert con.execute("SELECT count(*) FROM random_walk('t', 'v', 'locs', iterations := 10, segment_size := 20)").fetchone()[0] == 60
     con.close()
+
+
+# Every user-facing function, called from a process that never imports duckdb_anon. Adding a function to
+# sql/ without listing it here fails test_every_public_function_is_listed.
+PLAIN_CLIENT_CALLS = {
+    "mondrian": "SELECT * FROM mondrian('p', ['age', 'zip'], 5)",
+    "mondrian_classes": "SELECT * FROM mondrian_classes('p', ['age', 'zip'], 5, sensitive := 'diag', l := 2)",
+    "equivalence_classes": "SELECT * FROM equivalence_classes('p_k5', ['age', 'zip'])",
+    "release_measures": "SELECT * FROM release_measures('p_k5', ['age', 'zip'])",
+    "ncp": "SELECT * FROM ncp('p_k5', 'p', ['age', 'zip'], 'id')",
+    "distortion": "SELECT * FROM distortion('p_k5_typed', 'p', ['age'], 'id')",
+    "class_profile": "SELECT * FROM class_profile('p_k5', ['age', 'zip'], sensitive := 'diag')",
+    "privacy_measures": "SELECT * FROM privacy_measures('p_k5', ['age', 'zip'], sensitive := 'diag')",
+    "risk_measures": "SELECT * FROM risk_measures('p_k5', ['age', 'zip'])",
+    "record_risks": "SELECT * FROM record_risks('p_k5', ['age', 'zip'])",
+    "hierarchy_from_text": "SELECT * FROM hierarchy_from_text('h.txt')",
+    "hierarchy_intervals": "SELECT * FROM hierarchy_intervals('p', 'age', [5, 10])",
+    "hierarchy_dates": "SELECT * FROM hierarchy_dates('p', 'seen')",
+    "localities": "SELECT * FROM localities('p', 'age', segment_size := 20)",
+    "check_localities": "SELECT 1 FROM (SELECT count(*) FROM check_localities('p', 'age', 'locs'))",
+    "synthetic_ratings": "SELECT * FROM synthetic_ratings(50, items := 40, ratings_per_user := 10)",
+    "synthetic_aux": "SELECT * FROM synthetic_aux('ratings', 5, known_items := 3)",
+    "deanonymize": "SELECT * FROM deanonymize('ratings', 'aux')",
+    "deanonymize_evaluate": "SELECT * FROM deanonymize_evaluate('ratings', 'aux', 'truth')",
+    "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",
+    "linkage_classes": "SELECT * FROM linkage_classes('p_k5', 'p', ['age', 'zip'], 'id')",
+    "anonymized": "SELECT * FROM anonymized('p')",
+    "anon_compile_policies": "SELECT anon_compile_policies()",
+    "duckdb_anon_version": "SELECT duckdb_anon_version()",
+}
+NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)"}
+
+
+def test_every_public_function_is_listed(con):
+    public = {name for (name,) in con.execute(
+        "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type LIKE '%macro%' "
+        "AND NOT starts_with(function_name, 'anon_') AND NOT internal").fetchall()}
+    assert public == (set(PLAIN_CLIENT_CALLS) | set(NEEDS_PYTHON)) - {"anon_compile_policies"}
+
+
+def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
+    import subprocess
+    import sys
+    import json
+    path = tmp_path / "file.duckdb"
+    (tmp_path / "h.txt").write_text("a;g;*\nb;g;*\nc;*")
+    con = duckdb_anon.connect(str(path))
+    con.execute("""CREATE TABLE p AS SELECT range AS id, 20 + range % 30 AS age, range % 7 AS zip,
+                   ['x', 'y', 'z'][range % 3 + 1] AS diag, DATE '2020-01-01' + range::INTEGER AS seen FROM range(200)""")
+    con.execute("CREATE TABLE p_k5 AS SELECT * FROM mondrian('p', ['age', 'zip'], 5)")
+    con.execute("CREATE TABLE p_k5_typed AS SELECT * FROM mondrian('p', ['age', 'zip'], 5, output := 'typed')")
+    con.execute("CREATE TABLE locs AS SELECT * FROM localities('p', 'age', segment_size := 20)")
+    con.execute("CREATE TABLE ratings AS SELECT * FROM synthetic_ratings(50, items := 40, ratings_per_user := 10)")
+    con.execute("CREATE TABLE aux AS SELECT * FROM synthetic_aux('ratings', 5, known_items := 3)")
+    con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
+    duckdb_anon.declare_role(con, "p", "age", "quasi_identifier")
+    duckdb_anon.declare_role(con, "p", "zip", "quasi_identifier")
+    duckdb_anon.set_policy(con, "p", 5)
+    duckdb_anon.apply_policies(con)
+    con.close()
+    script = (
+        "import json, sys, duckdb\n"
+        f"con = duckdb.connect({str(path)!r})\n"
+        "calls, python_only = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"
+        "out = {name: len(con.execute(sql).fetchall()) for name, sql in calls.items()}\n"
+        "for name, sql in python_only.items():\n"
+        "    try:\n"
+        "        con.execute(sql).fetchall(); out[name] = 'ran'\n"
+        "    except duckdb.Error as err:\n"
+        "        out[name] = str(err)\n"
+        "assert 'duckdb_anon' not in sys.modules\n"
+        "print(json.dumps(out))\n")
+    result = subprocess.run([sys.executable, "-c", script, json.dumps(PLAIN_CLIENT_CALLS), json.dumps(NEEDS_PYTHON)],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert all(rows[name] > 0 for name in PLAIN_CLIENT_CALLS), rows
+    assert "anon_random_walk" in rows["random_walk"]

@@ -5,14 +5,18 @@
 --   anon_cells      rows with identical QI values collapse into one weighted "cell". Strict Mondrian never
 --                   separates identical rows, so partitioning cells is exact and far cheaper (Adult: 30,162
 --                   rows -> 18,109 cells; a 10M-row sample of it -> about 100k cells). Each cell gets one
---                   DOUBLE order key per QI: the value for numbers and dates, the category's rank otherwise.
+--                   DOUBLE order key per QI: the value for numbers and dates, the leaf's code under a
+--                   hierarchy (05_hierarchies.sql), the category's rank otherwise. With a sensitive column,
+--                   a cell also shares its sensitive value, so every cut can count the values on each side.
 --   anon_partition  the level-synchronous recursion: every iteration splits every splittable partition once.
---                   A partition is named by its offset in a virtual ordering of the rows (left child keeps
---                   the parent's offset, right child = offset + rows going left), so names never collide.
+--                   A partition is named by its offset in a virtual ordering of the rows (each piece of a
+--                   cut starts at the parent's offset plus the rows of the pieces before it), so names
+--                   never collide. A hierarchical QI cuts into several pieces (the covering node's children).
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
---   mondrian*       the user-facing table macros: argument checks, then one of the output shapes.
+--   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
+--                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
 
 CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
     SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);

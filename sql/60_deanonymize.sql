@@ -69,13 +69,11 @@ scores AS (  -- one row per (target, candidate record sharing an item)
                               THEN exp(-abs(date_diff('day', a.ts::DATE, p.ts::DATE)) / d0) ELSE 0 END)) AS score
     FROM aux a JOIN published p USING (item) JOIN weights w USING (item)
     GROUP BY a.target_id, p.record_id),
-ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY target_id ORDER BY score DESC, record_id) AS place FROM scores),
-per_target AS (
+per_target AS (  -- aggregates, not a ranking window: sorting every target's candidates cost most of the time
     SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2,
-           max(score) FILTER (WHERE place = 1) AS best, coalesce(max(score) FILTER (WHERE place = 2), 0) AS second,
-           max(record_id) FILTER (WHERE place = 1) AS best_record
-    FROM ranked GROUP BY target_id),
+           max(score) AS best, coalesce(max(score, 2)[2], 0) AS second,  -- the runner-up may tie the best
+           arg_min(record_id, {'neg_score': -score, 'record_id': record_id}) AS best_record  -- ties: smallest id
+    FROM scores GROUP BY target_id),
 stats AS (  -- sigma over all records (zeros included)
     SELECT t.*, sqrt(greatest(t.s2 / r.n - pow(t.s1 / r.n, 2), 0)) AS sigma, r.n FROM per_target t, records r),
 entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 contribute exp(0) = 1 each

@@ -123,8 +123,11 @@ def test_empty_aux_lacking_columns_is_still_an_error(tiny):
 def test_column_names_are_case_insensitive_and_extra_columns_ignored(tiny):
     con = tiny
     con.execute("CREATE TABLE pub_upper AS SELECT 'x' AS note, value AS VALUE, ts AS TS, item AS Item, record_id AS Record_ID FROM pub")
-    same = "SELECT target_id, best_record, score, eccentricity FROM deanonymize('{}', 'aux')"
-    assert con.execute(same.format("pub_upper")).fetchall() == con.execute(same.format("pub")).fetchall()
+    same = "SELECT target_id, best_record, score, eccentricity FROM deanonymize('{}', 'aux') ORDER BY target_id"
+    upper, plain = con.execute(same.format("pub_upper")).fetchall(), con.execute(same.format("pub")).fetchall()
+    assert [row[:2] for row in upper] == [row[:2] for row in plain]
+    # sums of floats may differ in the last bits with the order the threads add them
+    assert [row[2:] for row in upper] == [pytest.approx(row[2:]) for row in plain]
 
 
 def test_linkage_nearest_pairs_qis_by_name_not_column_order(tiny):

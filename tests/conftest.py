@@ -1,6 +1,7 @@
 import os
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import duckdb_anon
@@ -31,3 +32,11 @@ def qi_sql(qis):
 
 
 ADULT_QI_SQL = qi_sql(ADULT_QIS)
+
+
+def assert_error_names(con, sql, words):
+    """Running `sql` fails with a DuckDB error whose message contains every one of `words`."""
+    with pytest.raises(duckdb.Error) as err:
+        con.execute(sql).fetchall()
+    for word in words:
+        assert word in str(err.value)

@@ -5,6 +5,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from conftest import assert_error_names
 
 
 def _load(con, values, name="d"):
@@ -78,10 +79,7 @@ def test_check_localities_finds_violations(con):
 ])
 def test_bad_arguments(con, call, words):
     con.execute("CREATE TABLE t AS SELECT range AS v, 'x' || range AS name FROM range(20)")
-    with pytest.raises(duckdb.Error) as err:
-        con.execute(f"SELECT * FROM {call}").fetchall()
-    for word in words:
-        assert word in str(err.value)
+    assert_error_names(con, f"SELECT * FROM {call}", words)
 
 
 def test_hostile_table_name(con):

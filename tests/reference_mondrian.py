@@ -96,15 +96,16 @@ def _split(part, keys, spans, k, mode, hierarchies, check):
                 continue
             return left, right
         below = [i for i in sorted(part) if keys[i][d] < median]
-        ties = sorted((i for i in part if keys[i][d] == median), key=lambda i: (_sortable(keys[i]), i))
+        ties = sorted((i for i in part if keys[i][d] == median), key=lambda i: (_sortable(keys[i], hierarchies), i))
         above = [i for i in sorted(part) if keys[i][d] > median]
         take = n // 2 - len(below)
         return below + ties[:take], ties[take:] + above
     return None
 
 
-def _sortable(row):
-    return tuple((0, v) if isinstance(v, (int, float)) else (1, str(v)) for v in row)
+def _sortable(row, hierarchies):
+    """A row's QI vector as a sort key; a hierarchical QI sorts by its leaf's path read from the root."""
+    return tuple(tuple(reversed(hierarchies[d][v])) if d in hierarchies else v for d, v in enumerate(row))
 
 
 def _model_check(sensitive, model):

@@ -93,7 +93,8 @@ def hierarchical_tables(draw):
     n = draw(st.integers(1, 40))
     rows = draw(st.lists(st.tuples(st.integers(0, draw(st.integers(0, 6))), st.sampled_from(leaves)), min_size=n, max_size=n))
     k = draw(st.integers(1, n))
-    return pd.DataFrame(rows, columns=["x", "c"]).assign(id=range(n)), hierarchy, k
+    mode = draw(st.sampled_from(["strict", "relaxed"]))
+    return pd.DataFrame(rows, columns=["x", "c"]).assign(id=range(n)), hierarchy, k, mode
 
 
 def _load(con, df, hierarchy):
@@ -107,15 +108,15 @@ def _load(con, df, hierarchy):
 @SETTINGS
 @given(hierarchical_tables(), st.permutations(["x", "c"]))
 def test_partition_equals_the_reference_implementation(con, case, order):
-    df, hierarchy, k = case
+    df, hierarchy, k, mode = case
     _load(con, df, hierarchy)
     qis = "[" + ", ".join(f"'{q}'" for q in order) + "]"
-    classes = con.execute(f"SELECT row_id, class_id FROM mondrian_classes('t', {qis}, {k}, hierarchies := {{'c': 'h'}})").df()
+    classes = con.execute(f"SELECT row_id, class_id FROM mondrian_classes('t', {qis}, {k}, '{mode}', hierarchies := {{'c': 'h'}})").df()
     keys = list(zip(*(df[q].tolist() for q in order)))
-    expected = sorted(tuple(sorted(c)) for c in mondrian_reference(keys, k, hierarchies={order.index("c"): hierarchy}))
+    expected = sorted(tuple(sorted(c)) for c in mondrian_reference(keys, k, mode, hierarchies={order.index("c"): hierarchy}))
     got = sorted(tuple(sorted(g)) for g in (classes["row_id"] - 1).groupby(classes["class_id"]).apply(list))
     assert got == expected
-    release = con.execute(f"SELECT * FROM mondrian('t', {qis}, {k}, hierarchies := {{'c': 'h'}}) ORDER BY id").df()
+    release = con.execute(f"SELECT * FROM mondrian('t', {qis}, {k}, '{mode}', hierarchies := {{'c': 'h'}}) ORDER BY id").df()
     assert class_sizes(release, ["x", "c"]).min() >= k
     assert all(label in hierarchy[value] for label, value in zip(release["c"], df["c"]))
 

@@ -98,7 +98,8 @@ leaf_ancestors AS MATERIALIZED (  -- per (QI position, leaf code): the code runs
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
            list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv,
-           any_value(h.nodes) AS hnodes, any_value(h.leaf_counts) AS hleaves
+           any_value(h.nodes) AS hnodes, any_value(h.leaf_counts) AS hleaves,
+           (SELECT sum(n) FROM keyed)::BIGINT AS total_rows
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d), hierarchies h),
 table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, for the models
@@ -107,13 +108,16 @@ table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, 
            (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name)) AS ordered
     FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM sensitive_ranks)),
 -- The recursive state is kept narrow, (cell, off, n, part, step) plus the region for split_rule
--- 'inherited'; each iteration joins the cells' keys back in. Each iteration emits only the pieces it moved,
+-- 'inherited' and the partition's suppression budget (rows it may still suppress; 0 without
+-- max_suppression); each iteration joins the cells' keys back in. Suppressed pieces get part -1 and stop.
+-- Each iteration emits only the pieces it moved,
 -- and a piece's last row (highest step) is where it ended: a plain UNION ALL and one final pick cost less
 -- than maintaining USING KEY's table in every iteration.
-parts(cell, off, n, part, step, blo, bhi) AS (
+parts(cell, off, n, part, step, blo, bhi, budget) AS (
     SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, 0,
            CASE WHEN rule = 'inherited' THEN span.root_lo END::DOUBLE[],
-           CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[]
+           CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[],
+           floor(struct_extract(model, 'suppress') * span.total_rows)::BIGINT
     FROM keyed, span, table_dist td
     WHERE anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(td.hist, model, td.q, td.cq, td.ordered),
                      fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
@@ -124,14 +128,15 @@ parts(cell, off, n, part, step, blo, bhi) AS (
                      || '-diverse in ''' || coalesce(sensitive, '') || '''')
     UNION ALL
     (WITH
-    state AS (SELECT p.*, kd.keys, kd.vrank, kd.s FROM parts p JOIN keyed kd USING (cell)),
+    state AS (SELECT p.*, kd.keys, kd.vrank, kd.s FROM parts p JOIN keyed kd USING (cell) WHERE p.part >= 0),
     freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
-        SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d
-        FROM (SELECT part, n, blo, bhi, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
+        SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d,
+               any_value(budget) AS budget
+        FROM (SELECT part, n, blo, bhi, budget, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
         GROUP BY part, d, key),
     medians AS (  -- per (partition, QI): the median row, where the running count first reaches n//2
         SELECT * FROM (
-            SELECT part, d, key AS split, cnt, blo_d, bhi_d,
+            SELECT part, d, key AS split, cnt, blo_d, bhi_d, budget,
                    sum(cnt) OVER w AS cum,
                    sum(cnt) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
                    first_value(key) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS lo,
@@ -140,19 +145,23 @@ parts(cell, off, n, part, step, blo, bhi) AS (
             FROM freq WINDOW w AS (PARTITION BY part, d ORDER BY key))
         WHERE cum >= n // 2 AND cum - cnt < n // 2),
     candidates AS (
-        SELECT part, d, lo, hi, split, nxt, cum - cnt AS below,
+        SELECT part, d, lo, hi, split, nxt, cum - cnt AS below, budget,
+               -- cuts whose sides are counted below: hierarchical ones, and any when a model or suppression is on
+               span.hnodes[d + 1] IS NOT NULL OR sensitive IS NOT NULL OR budget > 0 AS checked,
                CASE WHEN mode = 'strict' THEN cum ELSE n // 2 END AS go_left,
                cum > n // 2 AS ties_stay_right,
                span.hnodes[d + 1] IS NOT NULL AS hier,
                anon_lca(span.hnodes[d + 1], lo, hi).depth AS node_depth,
                CASE WHEN span.hnodes[d + 1] IS NOT NULL THEN hi > lo  -- children still to be checked for k
-                    WHEN mode = 'strict' THEN cum >= k AND n - cum >= k ELSE n // 2 >= k AND hi > lo END AS valid,
+                    WHEN mode = 'strict' THEN (cum >= k AND n - cum >= k)  -- with a budget, one side may go
+                                              OR (budget > 0 AND n - cum > 0 AND (cum >= k OR n - cum >= k))
+                    ELSE n // 2 >= k AND hi > lo END AS valid,
                CASE WHEN span.hnodes[d + 1] IS NOT NULL THEN anon_hierarchy_width(span.hnodes[d + 1], span.hleaves[d + 1], lo, hi)
                     WHEN rule = 'inherited' THEN (bhi_d - blo_d) * span.inv[d + 1]
                     ELSE (hi - lo) * span.inv[d + 1] END AS width
         FROM medians, span),
     sides AS (  -- the groups a cut would make, where they need checking: the children of a hierarchical QI's
-                -- node (k and the models), the two halves of a numeric cut (the models; k is checked above)
+                -- node, the two halves of a numeric cut (for the models and suppression)
         SELECT c.part, c.d, CASE WHEN c.hier THEN la.anc[c.node_depth + 2] ELSE (f.key > c.split)::BIGINT END AS g,
                f.s, sum(f.cnt) AS cnt
         FROM (SELECT part, d, key, NULL::BIGINT AS s, cnt FROM freq WHERE sensitive IS NULL
@@ -162,29 +171,40 @@ parts(cell, off, n, part, step, blo, bhi) AS (
               GROUP BY part, d, key, s) f
         JOIN candidates c USING (part, d)
         LEFT JOIN leaf_ancestors la ON c.hier AND la.d = f.d AND la.key = f.key
-        WHERE c.valid AND (c.hier OR sensitive IS NOT NULL)
+        WHERE c.valid AND c.checked
         GROUP BY ALL),
-    side_checks AS (  -- per cut: do all sides hold k rows and the models; each side's rows before it (its offset)
-        SELECT part, d, bool_and(ok) AS ok, list({'g': g, 'before': before}) AS offsets
-        FROM (SELECT part, d, g, sum(cnt) >= k AND (sensitive IS NULL OR anon_model_holds(
-                         list({'r': s, 'n': cnt} ORDER BY s), model, any_value(td.q), any_value(td.cq), any_value(td.ordered))) AS ok,
+    side_checks AS (  -- per cut: which sides hold k rows and the models ("good"), the rows of the others,
+                      -- and per side its offset (rows of the sides before it) and size
+        SELECT part, d, bool_and(good) AS all_good, bool_or(good) AS any_good,
+               coalesce(sum(rows) FILTER (WHERE NOT good), 0) AS failing, sum(rows) FILTER (WHERE good) AS good_rows,
+               list({'g': g, 'before': before, 'good': good, 'rows': rows}) AS offsets
+        FROM (SELECT part, d, g, sum(cnt) AS rows, sum(cnt) >= k AND (sensitive IS NULL OR anon_model_holds(
+                         list({'r': s, 'n': cnt} ORDER BY s), model, any_value(td.q), any_value(td.cq), any_value(td.ordered))) AS good,
                      sum(sum(cnt)) OVER (PARTITION BY part, d ORDER BY g) - sum(cnt) AS before
               FROM sides, table_dist td GROUP BY part, d, g)
         GROUP BY part, d),
-    decisions AS (  -- one per splittable partition: the widest valid QI, ties to the earliest
+    decisions AS (  -- one per splittable partition: the widest valid QI, ties to the earliest. A checked cut
+                    -- is valid when all its sides are good, or when some are and the others fit the budget
         SELECT part, d AS dim, split, nxt, go_left::BIGINT AS go_left, below::BIGINT AS below, ties_stay_right,
-               hier, node_depth, sc.offsets, [width, -d] AS chosen
+               hier, node_depth, budget, sc.failing, sc.good_rows, sc.offsets, [width, -d] AS chosen
         FROM candidates c LEFT JOIN side_checks sc USING (part, d)
-        WHERE valid AND (NOT (hier OR sensitive IS NOT NULL) OR coalesce(sc.ok, false))
+        WHERE valid AND (NOT checked OR coalesce(sc.all_good OR (sc.any_good AND sc.failing <= budget), false))
         QUALIFY row_number() OVER (PARTITION BY part ORDER BY width DESC, d) = 1),
     regions AS (  -- split_rule 'inherited' only: every QI's width and actual range, to update the region
         SELECT part, list([width, -d] ORDER BY d) AS widths, list(lo ORDER BY d) AS los, list(hi ORDER BY d) AS his
         FROM candidates WHERE rule = 'inherited' GROUP BY part),
-    placed AS (  -- hier_before: for a hierarchical cut, the rows of the children before the cell's own child
-        SELECT w.*, dec.* EXCLUDE (part, offsets), reg.* EXCLUDE (part), w.keys[dec.dim + 1] AS v,
-               list_filter(dec.offsets, lambda o: o.g = la.anc[dec.node_depth + 2])[1].before AS hier_before
-        FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)
-        LEFT JOIN leaf_ancestors la ON dec.hier AND la.d = dec.dim AND la.key = w.keys[dec.dim + 1]),
+    placed AS (  -- the cell's side of a checked cut: for a hierarchical cut, hier_before = the rows of the
+                 -- children before its own; suppressed when its side is not good; the budget its side inherits
+        SELECT * EXCLUDE (side_info, parent_budget, failing, good_rows),
+               CASE WHEN hier THEN struct_extract(side_info, 'before') END AS hier_before,
+               coalesce(NOT struct_extract(side_info, 'good'), false) AS suppressed,
+               coalesce(floor((parent_budget - failing) * struct_extract(side_info, 'rows') / good_rows), 0)::BIGINT AS budget
+        FROM (SELECT w.* EXCLUDE (budget), dec.* EXCLUDE (part, offsets, budget), reg.* EXCLUDE (part),
+                     w.keys[dec.dim + 1] AS v, dec.budget AS parent_budget,
+                     list_filter(dec.offsets, lambda o: o.g = CASE WHEN dec.hier THEN la.anc[dec.node_depth + 2]
+                                                                   ELSE (w.keys[dec.dim + 1] > dec.split)::BIGINT END)[1] AS side_info
+              FROM state w JOIN decisions dec USING (part) LEFT JOIN regions reg USING (part)
+              LEFT JOIN leaf_ancestors la ON dec.hier AND la.d = dec.dim AND la.key = w.keys[dec.dim + 1])),
     tied AS (  -- relaxed mode only: tied rows before each tie cell, taken in QI-vector order (similar rows
                -- stay together), then row order
         SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY vrank, off
@@ -196,7 +216,7 @@ parts(cell, off, n, part, step, blo, bhi) AS (
                          ELSE least(greatest(go_left - below - t.before, 0), n) END AS lefts
         FROM placed p LEFT JOIN tied t USING (cell, off))
     SELECT cell, off + piece.skip, piece.n,
-           CASE WHEN piece.side = 0 THEN part + coalesce(hier_before, 0) ELSE part + go_left END,
+           CASE WHEN suppressed THEN -1 WHEN piece.side = 0 THEN part + coalesce(hier_before, 0) ELSE part + go_left END,
            step + 1,
            CASE WHEN rule = 'inherited' THEN list_transform(range(len(keys)), lambda i:
                CASE WHEN i = dim AND piece.side = 0 THEN los[i + 1]
@@ -207,7 +227,8 @@ parts(cell, off, n, part, step, blo, bhi) AS (
                CASE WHEN i = dim AND piece.side = 0 THEN split
                     WHEN i = dim THEN his[i + 1]
                     WHEN widths[i + 1] >= chosen THEN his[i + 1]
-                    ELSE bhi[i + 1] END) END
+                    ELSE bhi[i + 1] END) END,
+           budget
     FROM shares,
          unnest([{'side': 0, 'skip': 0::BIGINT, 'n': lefts::BIGINT},
                  {'side': 1, 'skip': lefts::BIGINT, 'n': (n - lefts)::BIGINT}]) AS t(piece)
@@ -227,7 +248,9 @@ WITH
 pieces AS MATERIALIZED (
     SELECT * FROM anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model)),
 plain_labels AS (
-    SELECT part, row_number() OVER (ORDER BY part) AS __anon_class, sum(n) AS __anon_size,
+    SELECT part, sum(n) AS __anon_size,
+           -- classes are numbered from 1; the suppressed rows (part -1, first in this order) are class 0
+           row_number() OVER (ORDER BY part) - CASE WHEN min(part) OVER () < 0 THEN 1 ELSE 0 END AS __anon_class,
         {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),
                                  list_transform(list_sort(list(DISTINCT {'k': struct_extract(COLUMNS(qis), 'k'),
                                                                   'v': struct_extract(COLUMNS(qis), 'v')})),
@@ -247,13 +270,15 @@ plain_labels AS (
                       THEN sum(try_cast(struct_extract(COLUMNS(qis), 'v') AS DOUBLE) * n)
                            / sum(CASE WHEN struct_extract(COLUMNS(qis), 'v') IS NOT NULL THEN n END) END}
     FROM pieces GROUP BY part),
-labels AS (  -- a QI with a hierarchy reads as the node covering the class's leaves
+labels AS (  -- a QI with a hierarchy reads as the node covering the class's leaves; suppressed rows read '*'
     SELECT part, __anon_class, __anon_size,
-        {'text': CASE WHEN h.nodes[lower(alias(COLUMNS(qis)))] IS NULL THEN struct_extract(COLUMNS(qis), 'text')
+        {'text': CASE WHEN part < 0 THEN '*'
+                      WHEN h.nodes[lower(alias(COLUMNS(qis)))] IS NULL THEN struct_extract(COLUMNS(qis), 'text')
                       ELSE anon_lca(h.nodes[lower(alias(COLUMNS(qis)))], struct_extract(COLUMNS(qis), 'kmin'),
                                     struct_extract(COLUMNS(qis), 'kmax')).name END,
-         'lo': struct_extract(COLUMNS(qis), 'lo'), 'hi': struct_extract(COLUMNS(qis), 'hi'),
-         'mean': struct_extract(COLUMNS(qis), 'mean')}
+         'lo': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'lo') END,
+         'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
+         'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}
     FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql) h),
 cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
     -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)

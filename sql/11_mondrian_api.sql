@@ -15,7 +15,7 @@ CREATE OR REPLACE MACRO anon_number_literal(fn, arg, x) AS
          ELSE try_cast(x AS DOUBLE)::VARCHAR END;
 
 -- The privacy models (l-diversity, t-closeness) as a STRUCT literal {'l', 'l_kind', 'c', 't'}, checked.
-CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, c, t) AS
+CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, c, t, max_suppression) AS
     CASE WHEN sensitive IS NOT NULL AND typeof(sensitive) <> 'VARCHAR'
               THEN error(fn || '(): argument ''sensitive'' must be a column name')
          WHEN sensitive IS NOT NULL AND list_contains(list_transform(qis, lambda q: lower(q)), lower(sensitive))
@@ -37,12 +37,18 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
               THEN error(fn || '(): argument ''t'' must lie in (0, 1], got ' || t::VARCHAR)
          WHEN sensitive IS NOT NULL AND mode = 'relaxed'
               THEN error(fn || '(): argument ''mode'': l-diversity and t-closeness need mode ''strict''')
+         WHEN max_suppression IS NULL OR try_cast(max_suppression AS DOUBLE) IS NULL
+              OR try_cast(max_suppression AS DOUBLE) < 0 OR try_cast(max_suppression AS DOUBLE) >= 1
+              THEN error(fn || '(): argument ''max_suppression'' must lie in [0, 1), got ' || coalesce(max_suppression::VARCHAR, 'NULL'))
+         WHEN try_cast(max_suppression AS DOUBLE) > 0 AND mode = 'relaxed'
+              THEN error(fn || '(): argument ''max_suppression'' needs mode ''strict''')
          ELSE '{''l'': ' || anon_number_literal(fn, 'l', l) || '::DOUBLE, ''l_kind'': ' || anon_sql_literal(l_kind)
-              || ', ''c'': ' || anon_number_literal(fn, 'c', c) || '::DOUBLE, ''t'': ' || anon_number_literal(fn, 't', t) || '::DOUBLE}'
+              || ', ''c'': ' || anon_number_literal(fn, 'c', c) || '::DOUBLE, ''t'': ' || anon_number_literal(fn, 't', t)
+              || '::DOUBLE, ''suppress'': ' || anon_number_literal(fn, 'max_suppression', max_suppression) || '::DOUBLE}'
     END;
 
 CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
-                                           hierarchies, sensitive, l, l_kind, c, t) AS
+                                           hierarchies, sensitive, l, l_kind, c, t, max_suppression) AS
     'SELECT * FROM ' || target || '('
     || anon_sql_literal(table_name) || ', '
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
@@ -71,23 +77,24 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
             ELSE anon_sql_literal(split_rule) END || ', '
     || anon_sql_literal(anon_hierarchy_sql(fn, hierarchies, try_cast(qis AS VARCHAR[]))) || ', '
     || CASE WHEN sensitive IS NULL THEN 'NULL' ELSE anon_sql_literal(sensitive) END || ', '
-    || anon_model_literal(fn, try_cast(qis AS VARCHAR[]), mode, sensitive, l, l_kind, c, t)
+    || anon_model_literal(fn, try_cast(qis AS VARCHAR[]), mode, sensitive, l, l_kind, c, t, max_suppression)
     || ')';
 
 -- mondrian(): the release (see 10_mondrian.sql for the algorithm and README.md for the arguments).
 CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
                                  categorical_order := 'appearance', split_rule := 'actual', hierarchies := NULL,
-                                 sensitive := NULL, l := NULL, l_kind := 'distinct', c := 2, t := NULL) AS TABLE
+                                 sensitive := NULL, l := NULL, l_kind := 'distinct', c := 2, t := NULL,
+                                 max_suppression := 0) AS TABLE
 SELECT * FROM query(anon_mondrian_call('mondrian',
     CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
          ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
                     || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
-    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t));
+    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression));
 
 -- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
 -- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.
 CREATE OR REPLACE MACRO mondrian_classes(table_name, qis, k, mode := 'strict', categorical_order := 'appearance',
                                          split_rule := 'actual', hierarchies := NULL, sensitive := NULL, l := NULL,
-                                         l_kind := 'distinct', c := 2, t := NULL) AS TABLE
+                                         l_kind := 'distinct', c := 2, t := NULL, max_suppression := 0) AS TABLE
 SELECT * FROM query(anon_mondrian_call('mondrian_classes', 'anon_mondrian_classes',
-    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t));
+    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression));

@@ -7,7 +7,8 @@ import math
 from collections import Counter
 
 
-def mondrian_reference(keys, k, mode="strict", hierarchies=None, sensitive=None, model=None):
+def mondrian_reference(keys, k, mode="strict", hierarchies=None, sensitive=None, model=None, max_suppression=0.0,
+                       suppressed=None):
     """Partition rows into equivalence classes.
 
     keys: list of rows, each a tuple with one entry per QI: a number for numeric QIs (the value, or the
@@ -22,6 +23,10 @@ def mondrian_reference(keys, k, mode="strict", hierarchies=None, sensitive=None,
     every non-empty child needing >= k rows.
     hierarchies: {qi position: {leaf: path from the leaf to the root}}. sensitive: one value per row;
     model: {'l', 'l_kind', 'c', 't'} (None = not asked): every side of a cut must satisfy it.
+    max_suppression: the root may suppress floor(f * rows); a cut whose failing sides (under k rows or the
+    model) fit the partition's budget, beside at least one good side, suppresses them, and the good sides
+    share what is left of the budget in proportion to their rows. Suppressed rows are appended to the
+    list `suppressed` when one is given.
     """
     hierarchies = hierarchies or {}
     n_qi = len(keys[0]) if keys else 0
@@ -30,14 +35,20 @@ def mondrian_reference(keys, k, mode="strict", hierarchies=None, sensitive=None,
         col = [row[d] for row in keys]
         spans.append(0 if d in hierarchies or not col else max(col) - min(col))
     check = _model_check(sensitive, model) if model else (lambda rows: True)
-    done, todo = [], [list(range(len(keys)))]
+    checked = bool(hierarchies) or model is not None
+    done, todo = [], [(list(range(len(keys))), math.floor(max_suppression * len(keys)))]
     while todo:
-        part = todo.pop()
-        pieces = _split(part, keys, spans, k, mode, hierarchies, check)
+        part, budget = todo.pop()
+        pieces = _split(part, keys, spans, k, mode, hierarchies, check, budget, checked)
         if pieces is None:
             done.append(sorted(part))
-        else:
-            todo.extend(pieces)
+            continue
+        good = [g for g in pieces if len(g) >= k and check(g)]
+        failing = [i for g in pieces if g not in good for i in g]
+        if suppressed is not None:
+            suppressed.extend(failing)
+        good_rows = sum(len(g) for g in good)
+        todo.extend((g, math.floor((budget - len(failing)) * len(g) / good_rows)) for g in good)
     return sorted(done)
 
 
@@ -69,7 +80,14 @@ def _width(part, keys, spans, d, hierarchies):
     return (max(col) - min(col)) / spans[d] if spans[d] else 0.0
 
 
-def _split(part, keys, spans, k, mode, hierarchies, check):
+def _cut_allowed(pieces, k, check, budget):
+    """All pieces good (k rows and the model), or some good and the rest within the suppression budget."""
+    good = [len(g) >= k and check(g) for g in pieces]
+    failing = sum(len(g) for g, ok in zip(pieces, good) if not ok)
+    return all(good) or (any(good) and failing <= budget)
+
+
+def _split(part, keys, spans, k, mode, hierarchies, check, budget=0, checked=False):
     n = len(part)
     order = sorted(range(len(spans)), key=lambda d: (-_width(part, keys, spans, d, hierarchies), d))
     for d in order:
@@ -82,17 +100,20 @@ def _split(part, keys, spans, k, mode, hierarchies, check):
             for i in part:
                 child = list(reversed(hierarchies[d][keys[i][d]]))[depth]
                 groups.setdefault(child, []).append(i)
-            if all(len(g) >= k and check(g) for g in groups.values()):
+            if _cut_allowed(list(groups.values()), k, check, budget):
                 return list(groups.values())
             continue
         values = sorted(keys[i][d] for i in part)
-        if len(set(values)) < 2 or n // 2 < k:
+        if len(set(values)) < 2 or (n // 2 < k and not budget):
             continue
         median = values[n // 2 - 1]  # the value where the running count reaches n//2
         if mode == "strict":
             left = [i for i in part if keys[i][d] <= median]
             right = [i for i in part if keys[i][d] > median]
-            if len(left) < k or len(right) < k or not (check(left) and check(right)):
+            both = len(left) >= k and len(right) >= k
+            if not right or not (both or (budget > 0 and (len(left) >= k or len(right) >= k))):
+                continue
+            if (checked or budget > 0) and not _cut_allowed([left, right], k, check, budget):
                 continue
             return left, right
         below = [i for i in sorted(part) if keys[i][d] < median]

@@ -48,11 +48,12 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
 
 
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,
-               l_kind: str = "distinct", c: float = 2, t: float | None = None, key_name: str | None = None) -> None:
+               l_kind: str = "distinct", c: float = 2, t: float | None = None, key_name: str | None = None,
+               max_suppression: float = 0.0) -> None:
     """Create or replace `table`'s policy. The catalog's CHECK constraints reject out-of-range values."""
     try:
-        con.execute("INSERT OR REPLACE INTO anon_policies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [table, k, mode, l, l_kind, c, t, key_name])
+        con.execute("INSERT OR REPLACE INTO anon_policies (table_name, k, mode, l, l_kind, c, t, key_name, max_suppression) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [table, k, mode, l, l_kind, c, t, key_name, max_suppression])
     except duckdb.ConstraintException as err:
         raise DeclarationError(f"set_policy(): {err}") from None
 

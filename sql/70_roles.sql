@@ -25,7 +25,10 @@ CREATE TABLE IF NOT EXISTS anon_policies (
     l_kind     VARCHAR NOT NULL DEFAULT 'distinct' CHECK (l_kind IN ('distinct', 'entropy', 'recursive')),
     c          DOUBLE NOT NULL DEFAULT 2 CHECK (c > 0),
     t          DOUBLE CHECK (t > 0 AND t <= 1),
-    key_name   VARCHAR CHECK (regexp_full_match(key_name, '[A-Za-z0-9_]+')));  -- names the session variable holding the pseudonym key
+    key_name   VARCHAR CHECK (regexp_full_match(key_name, '[A-Za-z0-9_]+')),  -- names the session variable holding the pseudonym key
+    max_suppression DOUBLE NOT NULL DEFAULT 0 CHECK (max_suppression >= 0 AND max_suppression < 1));
+-- a catalog made by an earlier version gains the columns added since
+ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 
 -- A SQL identifier that cannot escape its quotes.
 CREATE OR REPLACE MACRO anon_sql_identifier(s) AS '"' || replace(s::VARCHAR, '"', '""') || '"';
@@ -49,7 +52,7 @@ WITH columns AS (
                    lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_name
     FROM duckdb_columns())
 SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
-       p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name,
+       p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression,
        CASE WHEN NOT EXISTS (SELECT 1 FROM columns c WHERE c.table_name = lower(r.table_name) AND c.column_name = lower(r.column_name))
                  THEN 'the table has no column ''' || r.column_name || ''''
             WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
@@ -66,7 +69,8 @@ FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name);
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
     md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize), chr(10) ORDER BY column_name)
                   FROM anon_column_roles WHERE table_name = tn), '')
-        || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name) FROM anon_policies WHERE table_name = tn), ''));
+        || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name, max_suppression)
+                                FROM anon_policies WHERE table_name = tn), ''));
 
 CREATE OR REPLACE MACRO anon_policy_is_current(tn, fingerprint) AS
     CASE WHEN anon_policy_fingerprint(tn) = fingerprint THEN true
@@ -111,6 +115,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                      ELSE ', sensitive := ' || anon_sql_literal(parts.sensitive[1])
                           || coalesce(', l := ' || p.l::VARCHAR, '') || ', l_kind := ' || anon_sql_literal(p.l_kind)
                           || ', c := ' || p.c::VARCHAR || coalesce(', t := ' || p.t::VARCHAR, '') END
+             || CASE WHEN coalesce(p.max_suppression, 0) > 0 THEN ', max_suppression := ' || p.max_suppression::VARCHAR ELSE '' END
              || ') WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
              || anon_sql_literal(anon_policy_fingerprint(tn)) || ')'
         END

@@ -147,6 +147,24 @@ def test_invalid_declarations_written_in_sql_are_reported_by_anonymized(con, sql
         con.execute("SELECT * FROM anonymized('patients')").fetchall()
 
 
+def test_policy_with_suppression_and_an_older_catalog(tmp_path):
+    import duckdb as plain_duckdb
+    path = str(tmp_path / "old.duckdb")
+    old = plain_duckdb.connect(path)  # the catalog as the first version made it, without max_suppression
+    old.execute("""CREATE TABLE anon_policies (table_name VARCHAR PRIMARY KEY, k INTEGER NOT NULL, mode VARCHAR NOT NULL DEFAULT 'strict',
+                   l DOUBLE, l_kind VARCHAR NOT NULL DEFAULT 'distinct', c DOUBLE NOT NULL DEFAULT 2, t DOUBLE, key_name VARCHAR)""")
+    old.close()
+    con = duckdb_anon.connect(path)
+    make_patients(con)
+    declare_patients(con, k=25, max_suppression=0.05)
+    roles.set_pseudonym_key(con, "clinic", "k")
+    release = con.execute("SELECT * FROM anonymized('patients')").df()
+    hidden = release["age"] == "*"
+    assert len(release) == 600 and hidden.sum() <= 30
+    assert class_sizes(release[~hidden], ["age", "zip"]).min() >= 25
+    con.close()
+
+
 def test_stale_declarations_and_changed_columns_are_errors_at_query_time(con):
     make_patients(con)
     declare_patients(con)

@@ -1,7 +1,7 @@
 {#-
     anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct',
-              c=2, t=none): the body of a model that publishes a k-anonymous release of `relation` (a ref(), a
-    source() or a table name) by Mondrian: every row and column of the source, with the quasi-identifiers
+              c=2, t=none, max_suppression=0): the body of a model that publishes a k-anonymous release of
+    `relation` (a ref(), a source() or a table name) by Mondrian: every row and column of the source, with the quasi-identifiers
     `qis` replaced by their equivalence class's generalization.
 
         {{ config(materialized='view') }}
@@ -14,7 +14,7 @@
     here. mondrian() itself checks the rest against the data (k, the models) and raises an error naming the
     argument at fault.
 -#}
-{% macro anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none) -%}
+{% macro anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none, max_suppression=0) -%}
     {{- duckdb_anon.check_names('anonymize', 'qis', qis) -}}
     {{- duckdb_anon.check_integer('anonymize', 'k', k, 1) -}}
     {%- if mode is not string -%}
@@ -24,7 +24,7 @@
         {{ exceptions.raise_compiler_error("anonymize(): argument 'hierarchies' must map QI names to hierarchy tables, got " ~ hierarchies) }}
     {%- endif -%}
     {%- if sensitive is not none -%}{{- duckdb_anon.check_name('anonymize', 'sensitive', sensitive) -}}{%- endif -%}
-    {%- for name, value in [('l', l), ('c', c), ('t', t)] if value is not none and (value is not number or value is sameas true or value is sameas false) -%}
+    {%- for name, value in [('l', l), ('c', c), ('t', t), ('max_suppression', max_suppression)] if value is not none and (value is not number or value is sameas true or value is sameas false) -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument '" ~ name ~ "' must be a number, got " ~ value) }}
     {%- endfor -%}
 SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
@@ -32,5 +32,6 @@ SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.s
     {%- if sensitive is not none %}, sensitive := {{ duckdb_anon.sql_literal(sensitive) }}, l_kind := {{ duckdb_anon.sql_literal(l_kind) }}, c := {{ c }}
         {%- if l is not none %}, l := {{ l }}{% endif %}
         {%- if t is not none %}, t := {{ t }}{% endif %}
-    {%- endif %})
+    {%- endif %}
+    {%- if max_suppression %}, max_suppression := {{ max_suppression }}{% endif %})
 {%- endmacro %}

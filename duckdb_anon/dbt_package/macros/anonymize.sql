@@ -1,8 +1,8 @@
 {#-
     anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct',
               c=2, t=none, max_suppression=0): the body of a model that publishes a k-anonymous release of
-    `relation` (a ref(), a source() or a table name) by Mondrian: every row and column of the source, with the quasi-identifiers
-    `qis` replaced by their equivalence class's generalization.
+    `relation` (a ref(), a source() or a table name) by Mondrian: every row and column of the source, with
+    the quasi-identifiers `qis` replaced by their equivalence class's generalization.
 
         {{ config(materialized='view') }}
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 10) }}

@@ -91,10 +91,10 @@ keyed AS MATERIALIZED (  -- vrank: the cell's place in QI-vector order, for rela
 hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
     SELECT list_transform(qis, lambda q: h.nodes[lower(q)]) AS nodes,
            list_transform(qis, lambda q: h.leaf_counts[lower(q)]) AS leaf_counts
-    FROM anon_hierarchy_maps(fn, hierarchy_sql) h),
+    FROM anon_hierarchy_maps(fn, hierarchy_sql, checked := false) h),  -- anon_cells checked them
 leaf_ancestors AS MATERIALIZED (  -- per (QI position, leaf code): the code runs' starts of its ancestors
     SELECT list_position(list_transform(qis, lambda q: lower(q)), qi) - 1 AS d, code::DOUBLE AS key, anc
-    FROM anon_hierarchy_leaves(fn, hierarchy_sql)),
+    FROM anon_hierarchy_leaves(fn, hierarchy_sql, checked := false)),
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
            list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv,
@@ -279,7 +279,7 @@ labels AS (  -- a QI with a hierarchy reads as the node covering the class's lea
          'lo': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'lo') END,
          'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
          'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}
-    FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql) h),
+    FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql, checked := false) h),
 cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
     -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
     SELECT c.__anon_key, c.__anon_s, c.cell, lb.* EXCLUDE (part)

@@ -1,4 +1,5 @@
-"""l-diversity and t-closeness enforced by Mondrian's partitioning, checked from the output alone."""
+"""l-diversity and t-closeness enforced by Mondrian's partitioning, checked from the output alone; bad model
+and suppression arguments."""
 from collections import Counter
 
 import duckdb
@@ -104,6 +105,9 @@ def test_partition_equals_the_reference_implementation(con, case):
     ("sensitive := 'occupation', l := 2, l_kind := 'shannon'", r"argument 'l_kind' must be 'distinct', 'entropy' or 'recursive'"),
     ("sensitive := 'occupation', l := 2, l_kind := 'recursive', c := 0", r"argument 'c' must be a positive number"),
     ("sensitive := 'occupation', l := 'four'", r"argument 'l' must be a number"),
+    ("max_suppression := 1", r"argument 'max_suppression' must lie in \[0, 1\), got 1"),
+    ("max_suppression := -0.1", r"argument 'max_suppression' must lie in \[0, 1\)"),
+    ("max_suppression := 0.1, mode := 'relaxed'", r"argument 'max_suppression' needs mode 'strict'"),
 ])
 def test_bad_model_arguments(adult_con, args, message):
     with pytest.raises(duckdb.Error, match=r"mondrian\(\): " + message):

@@ -2,7 +2,6 @@
 import math
 from collections import Counter
 
-import duckdb
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -73,12 +72,3 @@ def test_adult_with_hierarchies_suppresses_within_budget_and_lowers_ncp(con):
                                 f"hierarchies := {hierarchies})").fetchone()[0])
     assert hidden.sum() > 0 and ncps[1] < ncps[0]  # the suppressed rows count as one wide class, and still it pays
 
-
-@pytest.mark.parametrize("args, message", [
-    ("max_suppression := 1", r"argument 'max_suppression' must lie in \[0, 1\), got 1"),
-    ("max_suppression := -0.1", r"argument 'max_suppression' must lie in \[0, 1\)"),
-    ("max_suppression := 0.1, mode := 'relaxed'", r"argument 'max_suppression' needs mode 'strict'"),
-])
-def test_bad_max_suppression(adult_con, args, message):
-    with pytest.raises(duckdb.Error, match=r"mondrian\(\): " + message):
-        adult_con.execute(f"SELECT * FROM mondrian('adult', ['age'], 5, {args})").fetchall()

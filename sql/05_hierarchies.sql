@@ -42,17 +42,21 @@ FROM (SELECT DISTINCT COLUMNS([column_name]) AS v FROM query_table(table_name))
 WHERE v IS NOT NULL
 ORDER BY v;
 
+-- The hierarchy relation's SQL text when there are none: no rows, the same columns.
+CREATE OR REPLACE MACRO anon_no_hierarchies() AS
+    'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false';
+
 -- SQL text that reads every hierarchy named in `hierarchies` (a STRUCT or MAP, QI name -> table name) as
 -- rows (qi, leaf, path), built from escaped literals only. Checked here, at bind time: each key is one of
 -- the QIs. Without hierarchies, an empty relation of the same shape.
 CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
     CASE WHEN hierarchies IS NULL
-         THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false'
+         THEN anon_no_hierarchies()
          WHEN NOT (typeof(hierarchies) LIKE 'STRUCT(%' OR typeof(hierarchies) LIKE 'MAP(%')
          THEN error(fn || '(): argument ''hierarchies'' must be a STRUCT or MAP of QI name -> hierarchy table name, '
                     || 'e.g. {''workclass'': ''h_workclass''}')
          WHEN len(json_keys(to_json(hierarchies))) = 0
-         THEN 'SELECT NULL::VARCHAR AS qi, NULL::VARCHAR AS leaf, NULL::VARCHAR[] AS path WHERE false'
+         THEN anon_no_hierarchies()
          WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h:
                   NOT list_contains(list_transform(qis, lambda q: lower(q)), lower(h))))
          THEN error(fn || '(): argument ''hierarchies'' names a column that is not among the QIs: '

@@ -27,7 +27,7 @@ WITH grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares i
     SELECT COLUMNS(qis), CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s,
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
     FROM anon_numbered(table_name) GROUP BY ALL),
-hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_hierarchy_sql(fn, NULL, qis)))),
+hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
 ordered AS (  -- per QI an order key before ranking: the value, or the category's first cell / value rank;
@@ -276,9 +276,9 @@ labels AS (  -- a QI with a hierarchy reads as the node covering the class's lea
                       WHEN h.nodes[lower(alias(COLUMNS(qis)))] IS NULL THEN struct_extract(COLUMNS(qis), 'text')
                       ELSE anon_lca(h.nodes[lower(alias(COLUMNS(qis)))], struct_extract(COLUMNS(qis), 'kmin'),
                                     struct_extract(COLUMNS(qis), 'kmax')).name END,
-         'lo': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'lo') END,
-         'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
-         'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}
+         'typed': {'lo': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'lo') END,
+                   'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
+                   'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}}
     FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql, checked := false) h),
 cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
     -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
@@ -308,35 +308,34 @@ ASOF JOIN (SELECT cell, off, part FROM pieces
 JOIN labels lb ON lb.part = p.part;
 
 -- mondrian(): the release. Every source row and column, in the source's column order, each QI replaced by
--- its class's generalisation: text by default, STRUCT(lo, hi, mean) with output := 'typed'. Rows come in no
--- particular order (sorting 1M rows back into source order cost 0.35 s); add ORDER BY where it matters.
+-- its class's generalisation: `shape` 'text' (the rendering) or 'typed' (STRUCT(lo, hi, mean)). Rows come
+-- in no particular order (sorting 1M rows back into source order cost 0.35 s); add ORDER BY where it matters.
 -- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes types from the rows.
-CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
-                                             sensitive, model) AS TABLE
+CREATE OR REPLACE MACRO anon_mondrian_release(shape, table_name, qis, k, mode, categorical_order, split_rule,
+                                              hierarchy_sql, sensitive, model) AS TABLE
 SELECT * EXCLUDE (__anon_row) FROM (
     (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
-            struct_extract(COLUMNS(qis), 'text')
+            struct_extract(COLUMNS(qis), shape)
      FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule,
                                   hierarchy_sql, sensitive, model)));
 
+-- The two shapes by name, for the dispatcher in 11_mondrian_api.sql.
+CREATE OR REPLACE MACRO anon_mondrian_text(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                           sensitive, model) AS TABLE
+SELECT * FROM anon_mondrian_release('text', table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                    sensitive, model);
+
 CREATE OR REPLACE MACRO anon_mondrian_typed(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
-                                             sensitive, model) AS TABLE
-SELECT * EXCLUDE (__anon_row) FROM (
-    (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
-    UNION ALL BY NAME
-    (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
-            struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
-                        mean := struct_extract(COLUMNS(qis), 'mean'))
-     FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule,
-                                  hierarchy_sql, sensitive, model)));
+                                            sensitive, model) AS TABLE
+SELECT * FROM anon_mondrian_release('typed', table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
+                                    sensitive, model);
 
 CREATE OR REPLACE MACRO anon_mondrian_classes(table_name, qis, k, mode, categorical_order, split_rule, hierarchy_sql,
                                              sensitive, model) AS TABLE
 SELECT __anon_row AS row_id, __anon_class AS class_id, __anon_size AS class_size,
-       struct_pack(lo := struct_extract(COLUMNS(qis), 'lo'), hi := struct_extract(COLUMNS(qis), 'hi'),
-                   mean := struct_extract(COLUMNS(qis), 'mean'))
+       struct_extract(COLUMNS(qis), 'typed')
 FROM anon_mondrian_labelled('mondrian_classes', table_name, qis, k, mode, categorical_order, split_rule,
                                   hierarchy_sql, sensitive, model)
 ORDER BY row_id;

@@ -33,7 +33,8 @@ CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categ
 WITH
 cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order, fn := 'ncp',
                                    hierarchy_sql := anon_hierarchy_sql('ncp', hierarchies, qis))),
-hier AS (SELECT * FROM anon_hierarchy_maps('ncp', anon_hierarchy_sql('ncp', hierarchies, qis))),
+hier AS (  -- anon_cells above has validated the hierarchies
+    SELECT * FROM anon_hierarchy_maps('ncp', anon_hierarchy_sql('ncp', hierarchies, qis), checked := false)),
 original AS (
     SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_key FROM query_table(original_table)),
 released AS (

@@ -9,38 +9,96 @@
 -- by the deepest node whose run contains the set's smallest and largest code (their lowest common
 -- ancestor), and a node has hi - lo + 1 leaves.
 
--- Load the text format of ../shared/datasets/hierarchies/: one leaf a line, `leaf;parent;...;root`.
+-- Load the text format: one leaf a line, `leaf;parent;...;root`. A missing file, or one without a line,
+-- is an error naming file_path (read_text alone gives no rows for a path that matches nothing).
 CREATE OR REPLACE MACRO hierarchy_from_text(file_path) AS TABLE
-SELECT path[1] AS leaf, path
-FROM (SELECT string_split(rtrim(line, chr(13)), ';') AS path
-      FROM (SELECT unnest(string_split(content, chr(10))) AS line FROM read_text(file_path)))
-WHERE path[1] <> '';
+WITH
+files AS (SELECT count(*) AS n, list(content) AS contents
+          FROM read_text(anon_after(anon_name_ok('hierarchy_from_text', 'file_path', file_path, 'a file path'), file_path))),
+leaves AS (
+    SELECT path[1] AS leaf, path
+    FROM (SELECT string_split(rtrim(line, chr(13)), ';') AS path
+          FROM (SELECT unnest(string_split(content, chr(10))) AS line FROM (SELECT unnest(contents) AS content FROM files)))
+    WHERE path[1] <> ''),
+checks AS (
+    SELECT anon_check((SELECT n FROM files) = 0, 'hierarchy_from_text', 'file_path', 'names no file: ' || anon_shown(file_path))
+           AND anon_check(count(*) = 0, 'hierarchy_from_text', 'file_path',
+                          'names a file without a hierarchy line (leaf;parent;...;root): ' || anon_shown(file_path)) AS ok
+    FROM leaves)
+SELECT leaf, path FROM leaves
+UNION ALL  -- the checks as a branch of their own, so that they run when there are no leaves (never a row)
+SELECT NULL, NULL FROM checks WHERE NOT ok;
+
+-- The column check of hierarchy_intervals and hierarchy_dates (at run time, from the table's description).
+CREATE OR REPLACE MACRO anon_hierarchy_column_ok(fn, table_name, column_name, type_pattern, type_text) AS TABLE
+SELECT ok FROM anon_require_columns(fn, 'column_name', table_name, [column_name], typed := [column_name],
+                                    type_pattern := type_pattern, type_text := type_text);
 
 -- Nested intervals over a numeric column's distinct values: `widths` are increasing, each a multiple of
 -- the one before (so intervals nest), e.g. [5, 10, 20]. Intervals start at multiples of their width.
 -- Integer columns read `20-24`; other numbers read `[20,25)`.
 CREATE OR REPLACE MACRO hierarchy_intervals(table_name, column_name, widths) AS TABLE
-SELECT v::VARCHAR AS leaf,
-       [v::VARCHAR] || list_transform(widths, lambda w:
-           CASE WHEN regexp_matches(typeof(v), 'INT')
-                THEN (floor(v / w) * w)::BIGINT::VARCHAR || '-' || (floor(v / w) * w + w - 1)::BIGINT::VARCHAR
-                ELSE '[' || (floor(v / w) * w)::VARCHAR || ',' || (floor(v / w) * w + w)::VARCHAR || ')' END)
-       || ['*'] AS path
-FROM (SELECT DISTINCT COLUMNS([column_name]) AS v FROM query_table(table_name))
-WHERE v IS NOT NULL
-  AND anon_check(len(widths) = 0 OR list_bool_or(list_transform(range(1, len(widths)), lambda i:
-                     widths[i + 1] <= widths[i] OR widths[i + 1] / widths[i] <> floor(widths[i + 1] / widths[i])))
-                 OR widths[1] <= 0,
-                 'hierarchy_intervals', 'widths', 'must be positive and increasing, each a multiple of the one before')
-ORDER BY v;
+WITH
+vals AS (
+    SELECT DISTINCT COLUMNS([column_name]) AS v
+    FROM anon_read(anon_after(anon_name_ok('hierarchy_intervals', 'table_name', table_name)
+                              AND anon_name_ok('hierarchy_intervals', 'column_name', column_name, 'a column name')
+                              AND anon_check(NOT regexp_matches(typeof(widths), '^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)\[\]$')
+                                             OR len(try_cast(widths AS DOUBLE[])) = 0
+                                             OR list_bool_or(list_transform(try_cast(widths AS DOUBLE[]), lambda w: w IS NULL OR NOT isfinite(w)))
+                                             OR list_bool_or(list_transform(range(1, len(widths)), lambda i:
+                                                    try_cast(widths AS DOUBLE[])[i + 1] <= try_cast(widths AS DOUBLE[])[i]
+                                                    OR try_cast(widths AS DOUBLE[])[i + 1] / try_cast(widths AS DOUBLE[])[i]
+                                                       <> floor(try_cast(widths AS DOUBLE[])[i + 1] / try_cast(widths AS DOUBLE[])[i])))
+                                             OR try_cast(widths AS DOUBLE[])[1] <= 0,
+                                             'hierarchy_intervals', 'widths',
+                                             'must be a list of positive, increasing numbers, each a multiple of the one before, e.g. [5, 10, 20], got '
+                                             || anon_shown(widths)),
+                              table_name), [column_name])),
+checks AS (SELECT ok FROM anon_hierarchy_column_ok('hierarchy_intervals', table_name, column_name, anon_number_types(), 'a number')),
+intervals AS (
+    SELECT v::VARCHAR AS leaf,
+           [v::VARCHAR] || list_transform(try_cast(widths AS DOUBLE[]), lambda w:
+               CASE WHEN regexp_matches(typeof(v), 'INT')
+                    THEN (floor(x / w) * w)::BIGINT::VARCHAR || '-' || (floor(x / w) * w + w - 1)::BIGINT::VARCHAR
+                    ELSE '[' || (floor(x / w) * w)::VARCHAR || ',' || (floor(x / w) * w + w)::VARCHAR || ')' END)
+           || ['*'] AS path, x
+    FROM (SELECT v, try_cast(v AS DOUBLE) AS x FROM vals) WHERE v IS NOT NULL)
+SELECT leaf, path FROM (SELECT leaf, path, x FROM intervals, checks WHERE ok ORDER BY x)
+UNION ALL
+SELECT NULL, NULL FROM checks WHERE NOT ok;
 
 -- Dates: day -> month -> year -> '*' (timestamps add their own text as the leaf below the day).
 CREATE OR REPLACE MACRO hierarchy_dates(table_name, column_name) AS TABLE
-SELECT v::VARCHAR AS leaf,
-       list_distinct([v::VARCHAR, strftime(v::DATE, '%Y-%m-%d')]) || [strftime(v::DATE, '%Y-%m'), year(v)::VARCHAR, '*'] AS path
-FROM (SELECT DISTINCT COLUMNS([column_name]) AS v FROM query_table(table_name))
-WHERE v IS NOT NULL
-ORDER BY v;
+WITH
+vals AS (
+    SELECT DISTINCT COLUMNS([column_name]) AS v
+    FROM anon_read(anon_after(anon_name_ok('hierarchy_dates', 'table_name', table_name)
+                              AND anon_name_ok('hierarchy_dates', 'column_name', column_name, 'a column name'),
+                              table_name), [column_name])),
+checks AS (SELECT ok FROM anon_hierarchy_column_ok('hierarchy_dates', table_name, column_name, anon_temporal_types(), 'a DATE or TIMESTAMP')),
+days AS (
+    SELECT v::VARCHAR AS leaf, try_cast(v AS DATE) AS d, try_cast(v AS TIMESTAMP) AS ts FROM vals WHERE v IS NOT NULL)
+SELECT leaf, path FROM (
+    SELECT leaf, list_distinct([leaf, strftime(d, '%Y-%m-%d')]) || [strftime(d, '%Y-%m'), year(d)::VARCHAR, '*'] AS path, ts
+    FROM days, checks WHERE ok ORDER BY ts)
+UNION ALL
+SELECT NULL, NULL FROM checks WHERE NOT ok;
+
+-- One hierarchy table as the rows (leaf, path) that anon_hierarchy_sql reads: it must have both columns,
+-- path a list, and at least one row; otherwise an error naming `hierarchies`, the QI and the table.
+CREATE OR REPLACE MACRO anon_hierarchy_table(fn, qi, table_name) AS TABLE
+WITH
+rows AS (SELECT leaf, path FROM anon_read(table_name, ['leaf', 'path'])),
+checks AS (
+    SELECT (SELECT ok FROM anon_require_columns(fn, 'hierarchies', table_name, ['leaf', 'path'], typed := ['path'],
+                                                type_pattern := '\[\]$', type_text := 'a list (VARCHAR[])'))
+           AND anon_check(count(*) = 0, fn, 'hierarchies',
+                          'maps ''' || qi || ''' to the table ' || anon_shown(table_name) || ', which has no rows') AS ok
+    FROM rows)
+SELECT leaf, path FROM rows
+UNION ALL
+SELECT NULL, NULL FROM checks WHERE NOT ok;
 
 -- The hierarchy relation's SQL text when there are none: no rows, the same columns.
 CREATE OR REPLACE MACRO anon_no_hierarchies() AS
@@ -65,8 +123,9 @@ CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
          WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h: (to_json(hierarchies)->>h) IS NULL))
          THEN error(fn || '(): argument ''hierarchies'' maps a QI to NULL instead of a table name')
          ELSE array_to_string(list_transform(json_keys(to_json(hierarchies)), lambda h:
-                  'SELECT ' || anon_sql_literal(lower(h)) || ' AS qi, leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM query_table('
-                  || anon_sql_literal(to_json(hierarchies)->>h) || ')'), ' UNION ALL ')
+                  'SELECT ' || anon_sql_literal(lower(h)) || ' AS qi, leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM anon_hierarchy_table('
+                  || anon_sql_literal(fn) || ', ' || anon_sql_literal(h) || ', ' || anon_sql_literal(to_json(hierarchies)->>h) || ')'),
+                  ' UNION ALL ')
     END;
 
 -- The hierarchies' leaves, validated, with codes: (qi, leaf, path, code, anc) where anc lists the code runs'

@@ -25,15 +25,6 @@ SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER
 -- the real columns at run time against DESCRIBE. (The union costs nothing measurable; picking columns
 -- with COLUMNS(lambda ...) cost about 10 % more CPU on the attack.)
 
--- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`
--- (case-insensitive, as DuckDB's identifiers are).
-CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns) AS TABLE
-SELECT anon_check(len(missing) > 0, fn, arg,
-                  'lacks the column(s) ' || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
-                  || ' (it needs ' || array_to_string(columns, ', ') || ')') AS ok
-FROM (SELECT list_filter(columns, lambda c: NOT list_contains(have, lower(c))) AS missing
-      FROM (SELECT list(lower(column_name)) AS have FROM (DESCRIBE FROM query_table(table_name))));
-
 -- The tables of this file, read without naming a column the table may lack: every column of
 -- table_name, plus any of record_id, target_id, item, value, ts that it has not, as NULL. UNION BY NAME
 -- matches names case-insensitively, as DuckDB's identifiers are.

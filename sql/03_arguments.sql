@@ -1,0 +1,90 @@
+-- Argument checks shared by the public macros. Pure SQL.
+--
+-- Scalar arguments are checked when the query is bound: each macro passes its table name through
+-- anon_after(<checks>, table_name) into a table function (query_table, query, range), whose arguments
+-- DuckDB folds to constants before anything runs, so a bad argument fails with an error naming the
+-- function and the argument even when a table is empty. Each check below is true or raises that error.
+--
+-- Column names given as arguments are matched case-insensitively, as DuckDB's identifiers are. A table
+-- that lacks a needed column is read through anon_read (the column then reads NULL, so the binder does not
+-- stop on it) and reported at run time by anon_require_columns, naming the argument and the columns.
+
+CREATE OR REPLACE MACRO anon_sql_identifier(s) AS '"' || replace(s::VARCHAR, '"', '""') || '"';
+
+-- x once ok is true (ok: a conjunction of the checks below).
+CREATE OR REPLACE MACRO anon_after(ok, x) AS CASE WHEN ok THEN x END;
+
+-- How a constant argument reads in an error message.
+CREATE OR REPLACE MACRO anon_shown(x) AS
+    CASE WHEN x IS NULL THEN 'NULL' WHEN typeof(x) = 'VARCHAR' THEN '''' || x::VARCHAR || '''' ELSE x::VARCHAR END;
+
+CREATE OR REPLACE MACRO anon_name_ok(fn, arg, x, what := 'a table name') AS
+    anon_check(x IS NULL OR typeof(x) <> 'VARCHAR' OR x::VARCHAR = '', fn, arg,
+               'must be ' || what || ', got ' || anon_shown(x));
+
+-- A list of column names: not empty, no NULL, no name twice (case-insensitively), no reserved __anon_ name.
+CREATE OR REPLACE MACRO anon_columns_ok(fn, arg, x) AS
+    anon_check(x IS NULL OR typeof(x) NOT IN ('VARCHAR[]', '"NULL"[]'), fn, arg,
+               'must be a list of column names, e.g. [''age'', ''zip''], got ' || anon_shown(x))
+    AND anon_check(len(try_cast(x AS VARCHAR[])) = 0, fn, arg, 'must name at least one column')
+    AND anon_check(list_bool_or(list_transform(try_cast(x AS VARCHAR[]), lambda c: c IS NULL OR starts_with(lower(c), '__anon_'))),
+                   fn, arg, 'holds NULL or a reserved __anon_ name')
+    AND anon_check(len(list_distinct(list_transform(try_cast(x AS VARCHAR[]), lambda c: lower(c)))) < len(try_cast(x AS VARCHAR[])),
+                   fn, arg, 'lists a column twice');
+
+-- A finite number (an integer when integer := true) within the bounds given: >= lo (> lo when
+-- above := true), <= hi. NULL is accepted only when nullable := true.
+CREATE OR REPLACE MACRO anon_number_ok(fn, arg, x, lo := NULL, hi := NULL, above := false, integer := false,
+                                       nullable := false) AS
+    anon_check(CASE WHEN x IS NULL THEN NOT nullable
+                    WHEN NOT regexp_matches(typeof(x), CASE WHEN integer THEN '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$'
+                                                            ELSE '^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)$' END)
+                         OR NOT isfinite(try_cast(x AS DOUBLE)) THEN true
+                    ELSE (lo IS NOT NULL AND (try_cast(x AS DOUBLE) < lo OR (above AND try_cast(x AS DOUBLE) = lo)))
+                         OR (hi IS NOT NULL AND try_cast(x AS DOUBLE) > hi) END,
+               fn, arg,
+               'must be ' || CASE WHEN integer THEN 'an integer' ELSE 'a number' END
+               || CASE WHEN lo IS NULL THEN '' WHEN above THEN ' > ' || lo::VARCHAR ELSE ' >= ' || lo::VARCHAR END
+               || CASE WHEN hi IS NULL THEN '' ELSE ' and <= ' || hi::VARCHAR END
+               || CASE WHEN nullable THEN ' (or NULL)' ELSE '' END || ', got ' || anon_shown(x));
+
+CREATE OR REPLACE MACRO anon_bool_ok(fn, arg, x) AS
+    anon_check(x IS NULL OR typeof(x) <> 'BOOLEAN', fn, arg, 'must be true or false, got ' || anon_shown(x));
+
+-- One of a fixed set of words.
+CREATE OR REPLACE MACRO anon_choice_ok(fn, arg, x, choices) AS
+    anon_check(x IS NULL OR typeof(x) <> 'VARCHAR' OR NOT list_contains(choices, x::VARCHAR), fn, arg,
+               'must be one of ' || array_to_string(list_transform(choices, lambda c: '''' || c || ''''), ', ')
+               || ', got ' || anon_shown(x));
+
+-- Every column of table_name, then each of `columns` that it lacks, as NULL (UNION BY NAME matches names
+-- case-insensitively). Built from escaped literals and quoted identifiers only.
+CREATE OR REPLACE MACRO anon_read(table_name, columns) AS TABLE
+FROM query('FROM query_table(' || anon_sql_literal(table_name) || ')'
+           || CASE WHEN len(list_filter(columns, lambda c: c IS NOT NULL)) = 0 THEN ''
+                   ELSE ' UNION ALL BY NAME (SELECT ' || array_to_string(list_transform(list_filter(columns, lambda c: c IS NOT NULL),
+                            lambda c: 'NULL AS ' || anon_sql_identifier(c)), ', ') || ' LIMIT 0)' END);
+
+-- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
+-- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
+-- match; `type_text` says what was expected.
+CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed := [], type_pattern := '',
+                                             type_text := '') AS TABLE
+SELECT anon_check(len(missing) > 0, fn, arg,
+                  '(table ' || anon_shown(table_name) || ') lacks the column(s) '
+                  || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
+                  || '; it needs ' || array_to_string(columns, ', '))
+       AND anon_check(len(mistyped) > 0, fn, arg,
+                      '(table ' || anon_shown(table_name) || ') has the wrong type: '
+                      || array_to_string(mistyped, ', ') || ', not ' || type_text) AS ok
+FROM (SELECT list_filter(columns, lambda c: NOT list_contains(map_keys(have), lower(c))) AS missing,
+             list_transform(list_filter(typed, lambda c: list_contains(map_keys(have), lower(c))
+                                                         AND NOT regexp_matches(have[lower(c)], type_pattern)),
+                            lambda c: '''' || c || ''' is ' || have[lower(c)]) AS mistyped
+      FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+            FROM (DESCRIBE FROM query_table(table_name))));
+
+-- DuckDB's names of the types anon_is_numeric and anon_is_temporal accept.
+CREATE OR REPLACE MACRO anon_number_types() AS
+    '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$';
+CREATE OR REPLACE MACRO anon_temporal_types() AS '^(DATE|TIMESTAMP.*)$';

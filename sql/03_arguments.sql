@@ -57,13 +57,19 @@ CREATE OR REPLACE MACRO anon_choice_ok(fn, arg, x, choices) AS
                'must be one of ' || array_to_string(list_transform(choices, lambda c: '''' || c || ''''), ', ')
                || ', got ' || anon_shown(x));
 
+-- Column names as a VARCHAR[]: the list `names` and, unless NULL, the name `extra`. Any argument binds
+-- (what is not a list of names reads NULL), so expressions over a wrong argument never stop the binder
+-- before the argument checks report it.
+CREATE OR REPLACE MACRO anon_names(names, extra := NULL) AS
+    list_filter(list_concat(try_cast(names AS VARCHAR[]), [try_cast(extra AS VARCHAR)]), lambda c: c IS NOT NULL);
+
 -- Every column of table_name, then each of `columns` that it lacks, as NULL (UNION BY NAME matches names
 -- case-insensitively). Built from escaped literals and quoted identifiers only.
 CREATE OR REPLACE MACRO anon_read(table_name, columns) AS TABLE
 FROM query('FROM query_table(' || anon_sql_literal(table_name) || ')'
-           || CASE WHEN len(list_filter(columns, lambda c: c IS NOT NULL)) = 0 THEN ''
-                   ELSE ' UNION ALL BY NAME (SELECT ' || array_to_string(list_transform(list_filter(columns, lambda c: c IS NOT NULL),
-                            lambda c: 'NULL AS ' || anon_sql_identifier(c)), ', ') || ' LIMIT 0)' END);
+           || CASE WHEN len(anon_names(columns)) = 0 THEN ''
+                   ELSE ' UNION ALL BY NAME (SELECT ' || array_to_string(list_transform(list_distinct(list_transform(anon_names(columns),
+                            lambda c: lower(c))), lambda c: 'NULL AS ' || anon_sql_identifier(c)), ', ') || ' LIMIT 0)' END);
 
 -- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
 -- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
@@ -73,12 +79,12 @@ CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed
 SELECT anon_check(len(missing) > 0, fn, arg,
                   '(table ' || anon_shown(table_name) || ') lacks the column(s) '
                   || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
-                  || '; it needs ' || array_to_string(columns, ', '))
+                  || '; it needs ' || array_to_string(anon_names(columns), ', '))
        AND anon_check(len(mistyped) > 0, fn, arg,
                       '(table ' || anon_shown(table_name) || ') has the wrong type: '
                       || array_to_string(mistyped, ', ') || ', not ' || type_text) AS ok
-FROM (SELECT list_filter(columns, lambda c: NOT list_contains(map_keys(have), lower(c))) AS missing,
-             list_transform(list_filter(typed, lambda c: list_contains(map_keys(have), lower(c))
+FROM (SELECT list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c))) AS missing,
+             list_transform(list_filter(anon_names(typed), lambda c: list_contains(map_keys(have), lower(c))
                                                          AND NOT regexp_matches(have[lower(c)], type_pattern)),
                             lambda c: '''' || c || ''' is ' || have[lower(c)]) AS mistyped
       FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
@@ -88,3 +94,7 @@ FROM (SELECT list_filter(columns, lambda c: NOT list_contains(map_keys(have), lo
 CREATE OR REPLACE MACRO anon_number_types() AS
     '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$';
 CREATE OR REPLACE MACRO anon_temporal_types() AS '^(DATE|TIMESTAMP.*)$';
+
+-- One row (ok := true) once `checks` hold: the first relation a macro binds, so its checks fail before any
+-- expression over a wrong argument (range's argument is folded to a constant when the query is bound).
+CREATE OR REPLACE MACRO anon_arguments(checks) AS TABLE SELECT true AS ok FROM range(anon_after(checks, 1));

@@ -3,20 +3,38 @@
 
 -- One row per equivalence class: its QI values and size.
 CREATE OR REPLACE MACRO equivalence_classes(table_name, qis) AS TABLE
-SELECT COLUMNS(qis), count(*) AS class_size FROM query_table(table_name) GROUP BY ALL ORDER BY ALL;
+WITH
+args AS (  -- bound first (the first relation the query reads), so a wrong argument fails before anything else
+    SELECT ok FROM anon_arguments(anon_name_ok('equivalence_classes', 'table_name', table_name)
+                                  AND anon_columns_ok('equivalence_classes', 'qis', qis))),
+checks AS (SELECT ok FROM anon_require_columns('equivalence_classes', 'qis', table_name, qis))
+SELECT * EXCLUDE (ok) FROM (
+    SELECT args.ok, COLUMNS(qis), count(*) AS class_size FROM args, anon_read(table_name, qis)
+    GROUP BY ALL
+    UNION ALL BY NAME  -- the checks as a branch of their own: they run on an empty table too (never a row)
+    SELECT NULL AS class_size FROM checks WHERE NOT ok)
+ORDER BY ALL;
 
 -- One row: rows, classes, achieved k (smallest class), discernibility metric (sum of squared class sizes),
 -- average class size, and the normalized average class size C_avg = rows / classes / k (k: the requested
 -- k if given, else the achieved one).
 CREATE OR REPLACE MACRO release_measures(table_name, qis, k := NULL) AS TABLE
+WITH
+args AS (  -- bound first: see equivalence_classes
+    SELECT ok FROM anon_arguments(anon_name_ok('release_measures', 'table_name', table_name)
+                                  AND anon_columns_ok('release_measures', 'qis', qis)
+                                  AND anon_number_ok('release_measures', 'k', k, lo := 1, integer := true, nullable := true))),
+checks AS (SELECT ok FROM anon_require_columns('release_measures', 'qis', table_name, qis))
 SELECT sum(class_size)::BIGINT AS rows,
        count(*) AS classes,
        min(class_size) AS achieved_k,
        sum(class_size * class_size)::HUGEINT AS discernibility,
        avg(class_size) AS avg_class_size,
-       sum(class_size) / count(*) / coalesce(k, min(class_size)) AS c_avg
-FROM (SELECT count(*) AS class_size
-      FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM query_table(table_name)) GROUP BY __anon_class);
+       sum(class_size) / count(*) / coalesce(try_cast(k AS BIGINT), min(class_size)) AS c_avg
+FROM args, (SELECT count(*) AS class_size
+            FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM anon_read(table_name, qis))
+            GROUP BY __anon_class), checks
+WHERE checks.ok;
 
 -- Normalized certainty penalty of a release, in percent, with the original table to measure widths:
 -- rows are matched on `id_column` (present in both), classes are the release's groups of identical QI
@@ -31,14 +49,24 @@ FROM (SELECT count(*) AS class_size
 CREATE OR REPLACE MACRO ncp(release_table, original_table, qis, id_column, categorical_order := 'appearance',
                             hierarchies := NULL) AS TABLE
 WITH
+args AS (  -- bound first: see equivalence_classes
+    SELECT ok FROM anon_arguments(anon_name_ok('ncp', 'release_table', release_table)
+                                  AND anon_name_ok('ncp', 'original_table', original_table)
+                                  AND anon_columns_ok('ncp', 'qis', qis)
+                                  AND anon_name_ok('ncp', 'id_column', id_column, 'a column name')
+                                  AND anon_choice_ok('ncp', 'categorical_order', categorical_order, ['appearance', 'value']))),
+checks AS (
+    SELECT r.ok AND o.ok AS ok
+    FROM anon_require_columns('ncp', 'release_table', release_table, anon_names(qis, id_column)) r,
+         anon_require_columns('ncp', 'original_table', original_table, anon_names(qis, id_column)) o),
 cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order, fn := 'ncp',
                                    hierarchy_sql := anon_hierarchy_sql('ncp', hierarchies, qis))),
 hier AS (  -- anon_cells above has validated the hierarchies
     SELECT * FROM anon_hierarchy_maps('ncp', anon_hierarchy_sql('ncp', hierarchies, qis), checked := false)),
 original AS (
-    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_key FROM query_table(original_table)),
+    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_key FROM anon_read(original_table, anon_names(qis, id_column))),
 released AS (
-    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM query_table(release_table)),
+    SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_table, anon_names(qis, id_column))),
 keys AS (  -- each released row: its class and the order keys of its original values
     SELECT r.__anon_class, c.* EXCLUDE (__anon_cell, __anon_n, __anon_key, __anon_s)
     FROM released r JOIN original o USING (__anon_id) JOIN cells c ON c.__anon_key IS NOT DISTINCT FROM o.__anon_key),
@@ -68,11 +96,12 @@ SELECT list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1]
        list_sum(list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
            / len(qis) / 100 AS gcp,
        -- the lists follow the table's column order (as COLUMNS(list) does), so label them with those names
-       map((SELECT struct_keys(struct_pack(*COLUMNS(qis))) FROM query_table(original_table) LIMIT 1),
+       map((SELECT struct_keys(struct_pack(*COLUMNS(qis))) FROM anon_read(original_table, qis) LIMIT 1),
            list_transform(range(len(qis)), lambda i: CASE WHEN spans[i + 1] > 0 THEN totals[i + 1] / spans[i + 1] ELSE 0 END))
            AS per_qi,
        (SELECT count(*) FROM keys) AS matched_rows
-FROM normalised, span_list;
+FROM args, normalised, span_list, checks
+WHERE checks.ok;
 
 -- Distortion of a release (Xue, Karras et al.): the mean over entries of |t^A - t| / |t|, per column and
 -- overall, matching released and original rows on `id_column`. A released value may be a number or, for a
@@ -83,23 +112,38 @@ FROM normalised, span_list;
 -- NULLs on either side are left out.
 CREATE OR REPLACE MACRO distortion(release_table, original_table, columns, id_column, guard := NULL) AS TABLE
 WITH
+args AS (  -- bound first: see equivalence_classes
+    SELECT ok FROM anon_arguments(anon_name_ok('distortion', 'release_table', release_table)
+                                  AND anon_name_ok('distortion', 'original_table', original_table)
+                                  AND anon_columns_ok('distortion', 'columns', columns)
+                                  AND anon_name_ok('distortion', 'id_column', id_column, 'a column name')
+                                  AND anon_number_ok('distortion', 'guard', guard, lo := 0, above := true, nullable := true))),
+checks AS (  -- original values must be numbers; released ones numbers or typed Mondrian bounds (a STRUCT with a mean)
+    SELECT r.ok AND o.ok AS ok
+    FROM anon_require_columns('distortion', 'release_table', release_table, anon_names(columns, id_column), typed := anon_names(columns),
+                              type_pattern := anon_number_types() || '|^STRUCT\(.*\bmean\b.*\)$',
+                              type_text := 'a number or a typed Mondrian STRUCT(lo, hi, mean)') r,
+         anon_require_columns('distortion', 'original_table', original_table, anon_names(columns, id_column), typed := anon_names(columns),
+                              type_pattern := anon_number_types(), type_text := 'a number') o),
 released AS (  -- long form: one JSON value per (row, column), so numbers and structs read alike
     SELECT __anon_id, unnest(columns) AS column_name, unnest([*COLUMNS(columns)]) AS j
-    FROM (SELECT COLUMNS([id_column]) AS __anon_id, to_json(COLUMNS(columns)) FROM query_table(release_table))),
+    FROM (SELECT COLUMNS([id_column]) AS __anon_id, to_json(COLUMNS(columns))
+          FROM anon_read(release_table, anon_names(columns, id_column)))),
 original AS (
     SELECT __anon_id, unnest(columns) AS column_name, unnest([*COLUMNS(columns)]) AS t
-    FROM (SELECT COLUMNS([id_column]) AS __anon_id, try_cast(COLUMNS(columns) AS DOUBLE) FROM query_table(original_table))),
+    FROM (SELECT COLUMNS([id_column]) AS __anon_id, try_cast(COLUMNS(columns) AS DOUBLE)
+          FROM anon_read(original_table, anon_names(columns, id_column)))),
 pairs AS (
     SELECT o.column_name, o.t,
            CASE json_type(r.j) WHEN 'OBJECT' THEN (r.j->>'mean')::DOUBLE ELSE try_cast(r.j::VARCHAR AS DOUBLE) END AS ta
     FROM original o JOIN released r USING (__anon_id, column_name)),
 guarded AS (
-    SELECT *, coalesce(guard::DOUBLE, nullif(0.01 * avg(abs(t)) OVER (PARTITION BY column_name), 0), 1.0) AS g
+    SELECT *, coalesce(try_cast(guard AS DOUBLE), nullif(0.01 * avg(abs(t)) OVER (PARTITION BY column_name), 0), 1.0) AS g
     FROM pairs WHERE t IS NOT NULL AND ta IS NOT NULL),
 per_column AS (
     SELECT column_name, avg(abs(ta - t) / greatest(abs(t), g)) AS dst, count(*) AS entries
     FROM guarded GROUP BY column_name)
-SELECT column_name, dst, entries FROM per_column
+SELECT column_name, dst, entries FROM args, per_column, checks WHERE checks.ok
 UNION ALL
-SELECT '*', sum(dst * entries) / sum(entries), sum(entries) FROM per_column
+SELECT '*', sum(dst * entries) / sum(entries), sum(entries) FROM per_column, checks WHERE checks.ok
 ORDER BY column_name = '*', column_name;

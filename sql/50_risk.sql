@@ -7,17 +7,38 @@
 -- is recursive (c, l)-diverse: r_1 < c * (r_l + ... + r_m), counts sorted descending) and t (earth mover's
 -- distance to the whole table's distribution: equal distance between categories, ordered distance for
 -- numbers).
-CREATE OR REPLACE MACRO class_profile(table_name, qis, sensitive := NULL, c := 2) AS TABLE
+-- The column read as __anon_s: the sensitive one, or (unused) the first QI, or a placeholder that anon_read
+-- supplies, so that the COLUMNS() reading it binds whatever the arguments (they are checked apart).
+CREATE OR REPLACE MACRO anon_profile_column(qis, sensitive) AS
+    coalesce(try_cast(sensitive AS VARCHAR), anon_names(qis)[1], '__anon_none');
+
+-- `fn` names the user-facing function in errors.
+CREATE OR REPLACE MACRO anon_class_profile(fn, table_name, qis, sensitive, c) AS TABLE
 WITH
+args AS (  -- bound first (the first relation the query reads), so a wrong argument fails before anything else
+    SELECT ok FROM anon_arguments(anon_name_ok(fn, 'table_name', table_name)
+                                  AND anon_columns_ok(fn, 'qis', qis)
+                                  AND (sensitive IS NULL OR anon_name_ok(fn, 'sensitive', sensitive, 'a column name or NULL'))
+                                  -- COLUMNS() below takes a name of either argument: neither may be any other type
+                                  AND anon_check(typeof(sensitive) NOT IN ('VARCHAR', '"NULL"'), fn, 'sensitive', 'must be a column name')
+                                  AND anon_check(list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)),
+                                                               lower(try_cast(sensitive AS VARCHAR))),
+                                                 fn, 'sensitive', 'names ' || anon_shown(sensitive) || ', which is also a QI')
+                                  AND anon_number_ok(fn, 'c', c, lo := 0, above := true))),
+checks AS (
+    SELECT q.ok AND s.ok AS ok
+    FROM anon_require_columns(fn, 'qis', table_name, qis) q,
+         anon_require_columns(fn, 'sensitive', table_name, anon_names([sensitive])) s),
 rows AS (
     SELECT COLUMNS(qis), row(*COLUMNS(qis)) AS __anon_class,
-           CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
-    FROM query_table(table_name)),
+           CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([anon_profile_column(qis, sensitive)]) END AS __anon_s
+    FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)))),
 overall AS (  -- the table's sensitive values, ranked in the value order used by the ordered distance
     SELECT __anon_s AS s, count(*) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM rows GROUP BY __anon_s),
 table_dist AS (  -- q: the table's share of each rank; cq: its running total
     SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
-           (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name)) AS ordered
+           (SELECT anon_is_numeric(any_value(COLUMNS([anon_profile_column(qis, sensitive)])))
+            FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)))) AS ordered
     FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM overall)),
 classes AS (  -- per class: its histogram of sensitive ranks
     SELECT g.__anon_class, sum(g.n) AS class_size, list({'r': o.r, 'n': g.n} ORDER BY o.r) AS hist
@@ -28,18 +49,24 @@ SELECT nm.* EXCLUDE (__anon_class),
        cl.class_size, 1.0 / cl.class_size AS prosecutor_risk,
        CASE WHEN sensitive IS NOT NULL THEN anon_distinct_l(cl.hist) END AS distinct_l,
        CASE WHEN sensitive IS NOT NULL THEN anon_entropy_l(cl.hist) END AS entropy_l,
-       CASE WHEN sensitive IS NOT NULL THEN anon_recursive_l(cl.hist, c) END AS recursive_l,
+       CASE WHEN sensitive IS NOT NULL THEN anon_recursive_l(cl.hist, try_cast(c AS DOUBLE)) END AS recursive_l,
        CASE WHEN sensitive IS NOT NULL THEN anon_emd(cl.hist, td.q, td.cq, td.ordered) END AS t
-FROM classes cl CROSS JOIN table_dist td
+FROM classes cl CROSS JOIN table_dist td CROSS JOIN checks
 JOIN (SELECT DISTINCT __anon_class, COLUMNS(qis) FROM rows) nm USING (__anon_class)
-ORDER BY cl.class_size;
+WHERE checks.ok
+UNION ALL BY NAME  -- the checks as a branch of their own: they run on an empty table too (never a row)
+SELECT NULL AS class_size FROM checks WHERE NOT ok
+ORDER BY class_size;
+
+CREATE OR REPLACE MACRO class_profile(table_name, qis, sensitive := NULL, c := 2) AS TABLE
+SELECT * FROM anon_class_profile('class_profile', table_name, qis, sensitive, c);
 
 -- One row: the privacy models a release achieves. k (smallest class); with a sensitive column, distinct l,
 -- entropy l and recursive (c, l) (the smallest over classes) and t (the largest EMD over classes).
 CREATE OR REPLACE MACRO privacy_measures(table_name, qis, sensitive := NULL, c := 2) AS TABLE
 SELECT count(*) AS classes, sum(class_size)::BIGINT AS rows, min(class_size) AS k,
        min(distinct_l) AS distinct_l, min(entropy_l) AS entropy_l, min(recursive_l) AS recursive_l, max(t) AS t
-FROM class_profile(table_name, qis, sensitive := sensitive, c := c);
+FROM anon_class_profile('privacy_measures', table_name, qis, sensitive, c);
 
 -- One row: re-identification risk of a release.
 --   prosecutor_max / prosecutor_avg: the adversary knows the target is in the release: 1 / class size, at
@@ -51,10 +78,20 @@ FROM class_profile(table_name, qis, sensitive := sensitive, c := c);
 --   records_at_risk: records whose prosecutor risk exceeds threshold; sample_uniques: classes of one record.
 CREATE OR REPLACE MACRO risk_measures(table_name, qis, population_table := NULL, threshold := 0.2) AS TABLE
 WITH
+args AS (  -- bound first: see anon_class_profile
+    SELECT ok FROM anon_arguments(anon_name_ok('risk_measures', 'table_name', table_name)
+                                  AND anon_columns_ok('risk_measures', 'qis', qis)
+                                  AND (population_table IS NULL
+                                       OR anon_name_ok('risk_measures', 'population_table', population_table, 'a table name or NULL'))
+                                  AND anon_number_ok('risk_measures', 'threshold', threshold, lo := 0, hi := 1))),
+checks AS (
+    SELECT s.ok AND p.ok AS ok
+    FROM anon_require_columns('risk_measures', 'qis', table_name, qis) s,
+         anon_require_columns('risk_measures', 'population_table', coalesce(population_table, table_name), qis) p),
 sample AS (SELECT __anon_class, count(*) AS f
-           FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM query_table(table_name)) GROUP BY __anon_class),
+           FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM args, anon_read(table_name, qis)) GROUP BY __anon_class),
 population AS (SELECT __anon_class, count(*) AS pop
-               FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM query_table(coalesce(population_table, table_name)))
+               FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM anon_read(coalesce(population_table, table_name), qis))
                WHERE population_table IS NOT NULL GROUP BY __anon_class),
 joined AS (SELECT s.f, greatest(coalesce(p.pop, s.f), s.f) AS big_f
            FROM sample s LEFT JOIN population p ON p.__anon_class IS NOT DISTINCT FROM s.__anon_class)
@@ -65,11 +102,19 @@ SELECT sum(f)::BIGINT AS records, count(*) AS classes,
        CASE WHEN population_table IS NOT NULL THEN sum(f / big_f) / sum(f) ELSE count(*) / sum(f) END AS marketer,
        coalesce(sum(f) FILTER (WHERE 1.0 / f > threshold), 0)::BIGINT AS records_at_risk,
        count(*) FILTER (WHERE f = 1) AS sample_uniques
-FROM joined;
+FROM joined, checks
+WHERE checks.ok;
 
 -- Every row of a release with its class size and prosecutor risk (1 / class size), for per-record reports.
 CREATE OR REPLACE MACRO record_risks(table_name, qis) AS TABLE
-SELECT * EXCLUDE (__anon_class), count(*) OVER w AS class_size, 1.0 / count(*) OVER w AS prosecutor_risk
-FROM (SELECT *, row(*COLUMNS(qis)) AS __anon_class FROM query_table(table_name))
+WITH
+args AS (  -- bound first: see anon_class_profile
+    SELECT ok AS __anon_ok FROM anon_arguments(anon_name_ok('record_risks', 'table_name', table_name)
+                                               AND anon_columns_ok('record_risks', 'qis', qis))),
+checks AS (SELECT ok FROM anon_require_columns('record_risks', 'qis', table_name, qis))
+SELECT r.* EXCLUDE (__anon_class, __anon_ok), count(*) OVER w AS class_size, 1.0 / count(*) OVER w AS prosecutor_risk
+FROM (SELECT *, row(*COLUMNS(qis)) AS __anon_class FROM (SELECT a.__anon_ok, t.* FROM args a, anon_read(table_name, qis) t)) r,
+     checks
+WHERE checks.ok
 -- PARTITION BY COLUMNS(qis) would open one window per column; the class is the tuple of them all
 WINDOW w AS (PARTITION BY __anon_class);

@@ -2,15 +2,11 @@
 -- written with the same label conventions. Pure SQL, set-based.
 --
 -- The adversary knows, for each person of aux_table, the exact QI values and the id. A person is
--- *consistent* with a released row when every QI's label covers the person's value. The labels read:
---   numbers     'lo-hi' or 'v' ('-5--3' is a range of negatives), ',NULL' appended when NULL is covered too
---   dates       'lo/hi' or 'v' (ISO 8601 interval), ',NULL' likewise
---   categories  '{a,b,c}' (NULL inside the set covers NULL) or the single value
---   any type    '*' covers everything; a NULL label covers NULL only (mondrian's all-NULL class)
---   hierarchies a node name covers every leaf whose path holds it (tables of leaf VARCHAR, path VARCHAR[])
--- How a QI's labels are read follows the type of its aux column (numbers, dates, categories), as mondrian
--- chose its rendering from the same original type. The labels are not escaped by mondrian, so a category
--- holding a comma or braces, or spelled 'NULL', is ambiguous inside a set.
+-- *consistent* with a released row when every QI's label covers the person's value: labels are read as
+-- 55_release_labels.sql says (mondrian's text and typed shapes, raw values), and under a hierarchy a
+-- node name covers every leaf whose path holds it (tables of leaf VARCHAR, path VARCHAR[]). How a QI's
+-- labels are read follows the type of its aux column (numbers, dates, categories), as mondrian chose its
+-- rendering from the same original type.
 --
 -- Layout: the release is grouped into classes (rows with one label tuple); distinct labels are parsed
 -- once per QI; the covering (value, label) pairs are found once, over distinct values and labels; a
@@ -21,13 +17,12 @@
 -- order key (compared with ranges) and its kind, which decides how the QI's labels are parsed.
 -- (A macro so that the COLUMNS() it is given appears once in the calling expression.)
 CREATE OR REPLACE MACRO anon_linkage_value(v) AS
-    {'t': v::VARCHAR, 'x': anon_numeric_key(v),
-     'kind': CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END};
+    {'t': v::VARCHAR, 'x': anon_numeric_key(v), 'kind': anon_value_kind(v)};
 
 -- The audit itself, once the arguments are checked (linkage_classes below): qis and id_column arrive in
 -- lower case, hierarchy_sql as the text made by anon_hierarchy_sql (05_hierarchies.sql).
 -- Columns are picked with COLUMNS(lambda ...) next to a constant sentinel column (__anon_none) rather
--- than by name, so a missing column does not stop the binder: anon_require_columns (60_deanonymize.sql)
+-- than by name, so a missing column does not stop the binder: anon_require_columns (03_arguments.sql)
 -- names it instead.
 CREATE OR REPLACE MACRO anon_linkage_classes(release_table, aux_table, qis, id_column, hierarchy_sql) AS TABLE
 WITH
@@ -37,7 +32,7 @@ checks AS (  -- every QI and the id column in both tables, else an error naming 
          anon_require_columns('linkage_classes', 'aux_table', aux_table, qis || [id_column]) a),
 released AS (  -- every released row: its id and its QI labels as text
     SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
-           COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c)))::VARCHAR
+           to_json(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))::VARCHAR  -- labels of any shape
     FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table))),
 release_rows AS MATERIALIZED (  -- a class is one distinct label tuple
     SELECT __anon_id, dense_rank() OVER (ORDER BY row(*COLUMNS(lambda c: c <> '__anon_id'))) AS class_id,
@@ -68,42 +63,18 @@ aux_long AS MATERIALIZED (  -- (person, QI, value); value_id numbers the distinc
                 FROM aux))
     WHERE qi <> '__anon_none'),
 hierarchy AS (SELECT * FROM query(hierarchy_sql)),
-labels AS (  -- each distinct label of a QI, parsed once; how depends on the QI's type in aux_table
-    SELECT label_id, qi, label, kind, body,
-           -- lo/hi: the covered range as DOUBLE keys on anon_numeric_key's scale (epoch microseconds
-           -- for dates); a number is an optional sign, digits with an optional fraction, an optional
-           -- exponent; the anchored regex reads '-5--3' as sign, 5, separator, -3
-           CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.lo, '') AS DOUBLE), try_cast(body AS DOUBLE))
-                     WHEN 'temporal' THEN epoch_us(try_cast(split_part(body, '/', 1) AS TIMESTAMP))::DOUBLE END AS lo,
-           CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.hi, '') AS DOUBLE), try_cast(body AS DOUBLE))
-                     WHEN 'temporal' THEN epoch_us(try_cast(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
-                                                                 ELSE body END AS TIMESTAMP))::DOUBLE END AS hi,
-           -- elems: a set's members (or the label itself) as text, and as keys for a set of numbers/dates
-           elems,
-           list_transform(elems, lambda e: CASE kind WHEN 'numeric' THEN try_cast(e AS DOUBLE)
-                                                     WHEN 'temporal' THEN epoch_us(try_cast(e AS TIMESTAMP))::DOUBLE END) AS elem_keys,
-           label IS NULL OR label = '*' OR (kind <> 'category' AND label LIKE '%,NULL')
-               OR (body LIKE '{%}' AND list_contains(elems, 'NULL')) AS null_ok
-    FROM (SELECT *, CASE WHEN body LIKE '{%}' THEN string_split(body[2:-2], ',') ELSE [body] END AS elems,
-                 regexp_extract(body, '^(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
-                                      || '-(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)$', ['lo', 'hi']) AS num
-          FROM (SELECT label_id, qi, label, kind,
-                       -- ',NULL' marks NULL covered beside a range; categories put NULL inside the set
-                       CASE WHEN kind = 'category' THEN label ELSE regexp_replace(label, ',NULL$', '') END AS body
-                FROM (SELECT DISTINCT label_id, qi, label FROM class_labels)
-                JOIN (SELECT DISTINCT qi, kind FROM aux_long) USING (qi)))),
+labels AS (  -- each distinct label of a QI, parsed once (55_release_labels.sql); how depends on the QI's
+            -- type in aux_table
+    SELECT label_id, qi, kind, anon_label_read(label::JSON, kind) AS b
+    FROM (SELECT DISTINCT label_id, qi, label FROM class_labels)
+    JOIN (SELECT DISTINCT qi, kind FROM aux_long) USING (qi)),
 covers AS MATERIALIZED (  -- (value_id, label_id) where the label covers the value: distinct values only
     SELECT DISTINCT v.value_id, l.label_id
     FROM (SELECT DISTINCT value_id, qi, t, x, kind FROM aux_long) v
     JOIN labels l USING (qi)
     LEFT JOIN hierarchy h ON h.qi = v.qi AND h.leaf = v.t
-    WHERE CASE WHEN v.t IS NULL THEN l.null_ok
-               ELSE l.label = '*'
-                    OR list_contains(l.elems, v.t)                       -- the value itself, or in the set
-                    OR v.x BETWEEN l.lo AND l.hi                         -- numbers and dates (NULL otherwise)
-                    OR list_contains(l.elem_keys, v.x)                   -- a set of numbers, read as numbers
-                    OR coalesce(list_contains(h.path, l.label), false)   -- a hierarchy node above the leaf
-          END),
+    WHERE anon_label_covers(l.b, v.t, v.x)
+          OR (v.t IS NOT NULL AND coalesce(list_contains(h.path, l.b.text), false))),  -- a hierarchy node above the leaf
 -- Joining every QI's covering classes and counting would enumerate, per person, every class that agrees on
 -- any one QI (with sex as a QI, half the classes). Instead each person starts from the QI that leaves the
 -- fewest classes, and only those candidates are checked on the other QIs.

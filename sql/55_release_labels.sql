@@ -1,0 +1,75 @@
+-- Reading a released value as the set of original values it stands for, so that the audits
+-- (linkage_classes, linkage_nearest, deanonymize) read mondrian() releases of both shapes, another tool's
+-- release written with the same conventions, and raw values alike. Pure SQL.
+--
+-- A released value arrives as JSON (to_json of the column, whatever its type), and is read by the kind
+-- of the original values it is compared with ('numeric', 'temporal' or 'category'):
+--   text labels  numbers 'lo-hi' or 'v' ('-5--3' is a range of negatives); dates and times 'lo/hi' or 'v'
+--                (ISO 8601 interval); ',NULL' appended when NULL is covered too; categories '{a,b,c}' (NULL
+--                inside the set covers NULL) or the single value; '*' covers everything
+--   typed        STRUCT(lo, hi, mean) (mondrian(output := 'typed')): numbers and dates lo..hi; categories
+--                every value from lo to hi in value order (exact when the release used
+--                categorical_order := 'value'; the text shape lists a class's categories exactly)
+--   raw values   a number, date or category covers itself
+--   NULL         covers NULL only (mondrian's all-NULL class)
+-- Labels are not escaped by mondrian, so a category holding a comma or braces, or spelled 'NULL', is
+-- ambiguous inside a set.
+
+
+
+CREATE OR REPLACE MACRO anon_label_elems_read(label, kind, body, elems, num) AS
+    {'text': label,
+     'lo': CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.lo, '') AS DOUBLE), try_cast(body AS DOUBLE))
+                     WHEN 'temporal' THEN epoch_us(try_cast(split_part(body, '/', 1) AS TIMESTAMP))::DOUBLE END,
+     'hi': CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.hi, '') AS DOUBLE), try_cast(body AS DOUBLE))
+                     WHEN 'temporal' THEN epoch_us(try_cast(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
+                                                                 ELSE body END AS TIMESTAMP))::DOUBLE END,
+     'clo': NULL::VARCHAR, 'chi': NULL::VARCHAR,
+     'elems': elems,
+     'elem_keys': list_transform(elems, lambda e: CASE kind WHEN 'numeric' THEN try_cast(e AS DOUBLE)
+                                                           WHEN 'temporal' THEN epoch_us(try_cast(e AS TIMESTAMP))::DOUBLE END),
+     'null_ok': label IS NULL OR label = '*' OR (kind <> 'category' AND label LIKE '%,NULL')
+                OR (body LIKE '{%}' AND list_contains(elems, 'NULL')),
+     'star': coalesce(label = '*', false)};
+
+CREATE OR REPLACE MACRO anon_label_body_read(label, kind, body) AS
+    anon_label_elems_read(label, kind, body, CASE WHEN body LIKE '{%}' THEN string_split(body[2:-2], ',') ELSE [body] END,
+        regexp_extract(body, '^(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
+                             || '-(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)$', ['lo', 'hi']));
+
+-- A text label (or a raw value's text). The anchored regex reads '-5--3' as sign, 5, separator, -3.
+
+CREATE OR REPLACE MACRO anon_label_text_read(label, kind) AS
+    anon_label_body_read(label, kind, CASE WHEN kind = 'category' THEN label ELSE regexp_replace(label, ',NULL$', '') END);
+
+-- The parsed value: text (the label itself, matched against hierarchy nodes), lo/hi (the covered range as
+-- anon_numeric_key's DOUBLE keys: epoch microseconds for dates), clo/chi (a typed category range), elems
+-- (a set's members as text) and elem_keys (as keys), null_ok (covers NULL), star (covers everything).
+
+CREATE OR REPLACE MACRO anon_label_read(j, kind) AS
+    CASE WHEN json_type(j) = 'OBJECT' THEN
+        {'text': NULL::VARCHAR,
+         'lo': CASE kind WHEN 'numeric' THEN try_cast(j->>'lo' AS DOUBLE)
+                         WHEN 'temporal' THEN epoch_us(try_cast(j->>'lo' AS TIMESTAMP))::DOUBLE END,
+         'hi': CASE kind WHEN 'numeric' THEN try_cast(j->>'hi' AS DOUBLE)
+                         WHEN 'temporal' THEN epoch_us(try_cast(j->>'hi' AS TIMESTAMP))::DOUBLE END,
+         'clo': CASE WHEN kind = 'category' THEN j->>'lo' END, 'chi': CASE WHEN kind = 'category' THEN j->>'hi' END,
+         'elems': []::VARCHAR[], 'elem_keys': []::DOUBLE[], 'null_ok': (j->>'lo') IS NULL, 'star': false}
+    ELSE anon_label_text_read(j->>'$', kind) END;
+
+-- Does a parsed label cover an original value (t: its text, x: its anon_numeric_key)?
+CREATE OR REPLACE MACRO anon_label_covers(b, t, x) AS
+    CASE WHEN t IS NULL THEN b.null_ok
+         ELSE b.star OR list_contains(b.elems, t) OR coalesce(x BETWEEN b.lo AND b.hi, false)
+              OR coalesce(list_contains(b.elem_keys, x), false) OR coalesce(t BETWEEN b.clo AND b.chi, false) END;
+
+-- How far an original value lies from what a parsed label covers, on one QI: 0 when covered; else, for
+-- numbers and dates, the gap to the covered range (in keys), and for categories 1 (exact match only).
+CREATE OR REPLACE MACRO anon_label_gap(b, t, x, kind) AS
+    CASE WHEN anon_label_covers(b, t, x) THEN 0.0
+         WHEN kind <> 'category' AND x IS NOT NULL AND b.lo IS NOT NULL THEN greatest(b.lo - x, x - b.hi, 0.0)
+         ELSE 1.0 END;
+
+-- The kind of an original value, which decides how labels compared with it are read.
+CREATE OR REPLACE MACRO anon_value_kind(v) AS
+    CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END;

@@ -70,6 +70,42 @@ CREATE OR REPLACE MACRO anon_label_gap(b, t, x, kind) AS
          WHEN kind <> 'category' AND x IS NOT NULL AND b.lo IS NOT NULL THEN greatest(b.lo - x, x - b.hi, 0.0)
          ELSE 1.0 END;
 
--- The kind of an original value, which decides how labels compared with it are read.
-CREATE OR REPLACE MACRO anon_value_kind(v) AS
-    CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END;
+-- One original value as the audits read it: its text (compared with labels and hierarchy leaves), its
+-- DOUBLE order key (compared with ranges) and its kind, which decides how labels compared with it are read.
+-- (A macro so that the COLUMNS() it is given appears once in the calling expression.)
+CREATE OR REPLACE MACRO anon_value_read(v) AS
+    {'t': v::VARCHAR, 'x': anon_numeric_key(v),
+     'kind': CASE WHEN anon_is_temporal(v) THEN 'temporal' WHEN anon_is_numeric(v) THEN 'numeric' ELSE 'category' END};
+
+-- The QI columns and the id column of a table, picked by name (lower_qis and id_column in lower case) with
+-- COLUMNS(lambda ...) next to a constant sentinel column (__anon_none) rather than by name, so that a
+-- missing column does not stop the binder (anon_require_columns names it instead); coalesce(sentinel
+-- NULL, column) is the column itself.
+
+-- The adversary's knowledge in long form: (__anon_person (the row's number), __anon_id, qi, t, x, kind),
+-- one row per person and QI, the value read by anon_value_read. Read it once (materialized): the row
+-- numbers must not be recomputed.
+CREATE OR REPLACE MACRO anon_aux_long(aux_table, lower_qis, id_column) AS TABLE
+SELECT __anon_person, __anon_id, qi, v.t AS t, v.x AS x, v.kind AS kind
+FROM (SELECT __anon_person, __anon_id, unnest(names) AS qi, unnest(vals) AS v
+      FROM (SELECT __anon_person, __anon_id,
+                   list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id')))),
+                                  lambda n: lower(n)) AS names,
+                   [*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id'))] AS vals
+            FROM (SELECT row_number() OVER () AS __anon_person,
+                         coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
+                         anon_value_read(COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c))))
+                  FROM (SELECT NULL AS __anon_none, * FROM query_table(aux_table)))))
+WHERE qi <> '__anon_none';
+
+-- A release in long form: (__anon_id, qi, label), label the released value as JSON text (any shape).
+CREATE OR REPLACE MACRO anon_release_long(release_table, lower_qis, id_column) AS TABLE
+SELECT * FROM (
+SELECT __anon_id, unnest(names) AS qi, unnest(labels) AS label
+FROM (SELECT __anon_id,
+             list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c <> '__anon_id'))), lambda n: lower(n)) AS names,
+             [*COLUMNS(lambda c: c <> '__anon_id')] AS labels
+      FROM (SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
+                   to_json(COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c))))::VARCHAR
+            FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table)))))
+WHERE qi <> '__anon_none';

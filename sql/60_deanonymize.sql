@@ -131,42 +131,48 @@ SELECT record_id AS target_id, item,
        CASE WHEN with_dates THEN ts::DATE + ((hash(seed, record_id, item, 'd') % (2 * days_noise + 1))::INTEGER - days_noise) END AS ts
 FROM picked WHERE pick <= known_items;
 
--- Linkage audit for perturbed releases (random_walk(), noise): an adversary knows the exact QI values of
--- the people in aux_table (with their ids); each is linked to the released record nearest to those values
--- (Euclidean over QIs scaled by the release's range). One row: people, linked_to_own_record (the share
--- whose nearest record is their own, by id_column) and mean_rank (the average position of their own record
--- among all records ordered by distance; 1 = nearest). Numeric QIs only. People whose id is not in the
+-- Linkage audit for perturbed releases (random_walk(), noise) and generalized ones: an adversary knows the
+-- exact QI values of the people in aux_table (with their ids); each is linked to the released record
+-- nearest to those values. Per QI, the gap between a person's value and what the released value covers
+-- (read as 55_release_labels.sql says: raw values, mondrian's text labels or typed bounds): for numbers
+-- and dates the distance to the covered range, scaled by the release's range; for categories (any other
+-- type) 0 on an exact match (or membership of a released set) and 1 otherwise. The distance is the
+-- Euclidean norm of the gaps. One row: people, linked_to_own_record (the share whose nearest record is
+-- their own, by id_column; a tie among n nearest records counts 1/n) and mean_rank (the average position
+-- of their own record among all records ordered by distance; 1 = nearest). People whose id is not in the
 -- release are not counted; an empty aux table gives people = 0 and NULL figures.
-
--- (__anon_id, v): each row's id and its QI values as DOUBLE[]. The QI names come from the caller, so
--- columns are picked with COLUMNS(lambda ...) beside a constant sentinel column (__anon_none): that binds
--- whether or not a column is there (a missing one is reported by anon_require_columns), and
--- coalesce(sentinel NULL, column) is the column itself.
--- COLUMNS() yields a table's own column order, so v is put in the order of the QIs' names: two tables
--- holding the QIs in different orders still give comparable vectors.
-CREATE OR REPLACE MACRO anon_qi_vectors(table_name, lower_qis, id_column) AS TABLE
-SELECT __anon_id, list_transform(list_grade_up(names[2:]), lambda i: v[i + 1]) AS v  -- [1] is the sentinel
-FROM (SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(id_column))) AS __anon_id,
-             list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c))))),
-                            lambda n: lower(n)) AS names,
-             [*COLUMNS(lambda c: c = '__anon_none' OR list_contains(lower_qis, lower(c)))]::DOUBLE[] AS v
-      FROM (SELECT NULL AS __anon_none, * FROM query_table(table_name)));
-
 CREATE OR REPLACE MACRO linkage_nearest(release_table, aux_table, qis, id_column) AS TABLE
 WITH
+args AS (  -- bound first: a wrong argument fails before anything else
+    SELECT ok FROM anon_arguments(anon_name_ok('linkage_nearest', 'release_table', release_table)
+                                  AND anon_name_ok('linkage_nearest', 'aux_table', aux_table)
+                                  AND anon_columns_ok('linkage_nearest', 'qis', qis)
+                                  AND anon_name_ok('linkage_nearest', 'id_column', id_column, 'a column name')
+                                  AND anon_check(list_contains(list_transform(anon_names(qis), lambda q: lower(q)),
+                                                               lower(id_column::VARCHAR)),
+                                                 'linkage_nearest', 'id_column', 'must not be one of the QIs'))),
 checks AS (
     SELECT r.ok AND a.ok AS ok
-    FROM anon_require_columns('linkage_nearest', 'release_table', release_table, qis || [id_column]) r,
-         anon_require_columns('linkage_nearest', 'aux_table', aux_table, qis || [id_column]) a),
-rel AS (SELECT * FROM anon_qi_vectors(release_table, list_transform(qis, lambda q: lower(q)), id_column)),
-aux AS (SELECT * FROM anon_qi_vectors(aux_table, list_transform(qis, lambda q: lower(q)), id_column)),
-scale AS (  -- per QI: 1 / the release's range
-    SELECT list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 1.0 END ORDER BY d) AS inv
-    FROM (SELECT d, min(x) AS lo, max(x) AS hi FROM (SELECT unnest(range(len(v))) AS d, unnest(v) AS x FROM rel) GROUP BY d)),
+    FROM anon_require_columns('linkage_nearest', 'release_table', release_table, anon_names(qis, id_column)) r,
+         anon_require_columns('linkage_nearest', 'aux_table', aux_table, anon_names(qis, id_column)) a),
+aux AS MATERIALIZED (  -- every argument below is coerced (anon_names, ::VARCHAR), so it binds before args fails
+    SELECT * FROM anon_aux_long(aux_table, list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),
+rel_long AS MATERIALIZED (
+    SELECT * FROM anon_release_long(release_table, list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),
+rel AS MATERIALIZED (  -- each released value parsed once per distinct (QI, label), by the kind of the aux column
+    SELECT r.__anon_id, r.qi, l.kind, l.b
+    FROM rel_long r
+    JOIN (SELECT qi, label, kind, anon_label_read(label::JSON, kind) AS b
+          FROM (SELECT DISTINCT qi, label FROM rel_long) JOIN (SELECT DISTINCT qi, kind FROM aux) USING (qi)) l
+      ON l.qi = r.qi AND l.label IS NOT DISTINCT FROM r.label),
+scale AS (  -- per numeric QI: 1 / the range the release covers (1 when it is a point)
+    SELECT qi, CASE WHEN max(b.hi) > min(b.lo) THEN 1.0 / (max(b.hi) - min(b.lo)) ELSE 1.0 END AS inv
+    FROM rel GROUP BY qi),
 distances AS (
     SELECT a.__anon_id AS person, r.__anon_id AS record,
-           list_sum(list_transform(range(len(a.v)), lambda i: pow((a.v[i + 1] - r.v[i + 1]) * s.inv[i + 1], 2))) AS dist
-    FROM aux a CROSS JOIN rel r CROSS JOIN scale s),
+           sum(pow(anon_label_gap(r.b, a.t, a.x, a.kind) * CASE WHEN a.kind = 'category' THEN 1.0 ELSE s.inv END, 2)) AS dist
+    FROM aux a JOIN rel r USING (qi) JOIN scale s USING (qi)
+    GROUP BY a.__anon_person, a.__anon_id, r.__anon_id),
 ranks AS (
     SELECT person, record, rank() OVER (PARTITION BY person ORDER BY dist) AS place,
            count(*) OVER (PARTITION BY person, dist) AS tied
@@ -176,4 +182,4 @@ summary AS (
            avg(CASE WHEN place = 1 THEN 1.0 / tied ELSE 0 END) AS linked_to_own_record,
            avg(place) AS mean_rank
     FROM ranks WHERE person = record)
-SELECT summary.* FROM summary, checks WHERE checks.ok;
+SELECT summary.* FROM args, summary, checks WHERE checks.ok;

@@ -13,12 +13,6 @@
 -- person's candidate classes come from their most selective QI, and a candidate is consistent when
 -- covering pairs join it on every QI. Nothing is compared row by row.
 
--- One aux value as the audit reads it: its text (compared with labels and hierarchy leaves), its DOUBLE
--- order key (compared with ranges) and its kind, which decides how the QI's labels are parsed.
--- (A macro so that the COLUMNS() it is given appears once in the calling expression.)
-CREATE OR REPLACE MACRO anon_linkage_value(v) AS
-    {'t': v::VARCHAR, 'x': anon_numeric_key(v), 'kind': anon_value_kind(v)};
-
 -- The audit itself, once the arguments are checked (linkage_classes below): qis and id_column arrive in
 -- lower case, hierarchy_sql as the text made by anon_hierarchy_sql (05_hierarchies.sql).
 -- Columns are picked with COLUMNS(lambda ...) next to a constant sentinel column (__anon_none) rather
@@ -46,22 +40,9 @@ class_labels AS MATERIALIZED (  -- long form: (class, QI, label); label_id numbe
     SELECT class_id, qi, label, dense_rank() OVER (ORDER BY qi, label) AS label_id
     FROM (SELECT class_id, unnest(names) AS qi, unnest(labels) AS label FROM classes, release_names)
     WHERE qi <> '__anon_none'),
-aux AS MATERIALIZED (  -- one row per person: a row number (the person), the id, and per QI the value as
-                       -- anon_linkage_value reads it. Materialized: row_number() must not be recomputed.
-    SELECT row_number() OVER () AS __anon_person,
-           coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
-           anon_linkage_value(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))
-    FROM (SELECT NULL AS __anon_none, * FROM query_table(aux_table))),
-aux_long AS MATERIALIZED (  -- (person, QI, value); value_id numbers the distinct (QI, value)
-    SELECT __anon_person, __anon_id, qi, v.t AS t, v.x AS x, v.kind AS kind,
-           dense_rank() OVER (ORDER BY qi, v.t) AS value_id
-    FROM (SELECT __anon_person, __anon_id, unnest(names) AS qi, unnest(vals) AS v
-          FROM (SELECT __anon_person, __anon_id,
-                       list_transform(struct_keys(struct_pack(*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id')))),
-                                      lambda n: lower(n)) AS names,
-                       [*COLUMNS(lambda c: c NOT IN ('__anon_person', '__anon_id'))] AS vals
-                FROM aux))
-    WHERE qi <> '__anon_none'),
+aux_long AS MATERIALIZED (  -- (person, id, QI, value); value_id numbers the distinct (QI, value)
+    SELECT *, dense_rank() OVER (ORDER BY qi, t) AS value_id FROM anon_aux_long(aux_table, qis, id_column)),
+aux AS (SELECT DISTINCT __anon_person, __anon_id FROM aux_long),
 hierarchy AS (SELECT * FROM query(hierarchy_sql)),
 labels AS (  -- each distinct label of a QI, parsed once (55_release_labels.sql); how depends on the QI's
             -- type in aux_table

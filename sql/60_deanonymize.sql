@@ -8,58 +8,92 @@ CREATE OR REPLACE MACRO synthetic_ratings(users, items := 2000, ratings_per_user
 WITH
 u AS (SELECT range AS record_id,
              1 + floor(-ln(greatest(hash(seed, range, 'n')::DOUBLE / 18446744073709551616.0, 1e-12))
-                       * (ratings_per_user - 1))::BIGINT AS n
-      FROM range(users)),
+                       * (try_cast(ratings_per_user AS DOUBLE) - 1))::BIGINT AS n
+      FROM range(anon_after(anon_number_ok('synthetic_ratings', 'users', users, lo := 1, integer := true)
+                            AND anon_number_ok('synthetic_ratings', 'items', items, lo := 1, integer := true)
+                            AND anon_number_ok('synthetic_ratings', 'ratings_per_user', ratings_per_user, lo := 1)
+                            AND anon_number_ok('synthetic_ratings', 'seed', seed, integer := true),
+                            try_cast(users AS BIGINT)))),
 draws AS (
     SELECT record_id,
-           floor(items * pow(hash(seed, record_id, j, 'i')::DOUBLE / 18446744073709551616.0, 3))::BIGINT AS item,
+           floor(try_cast(items AS BIGINT) * pow(hash(seed, record_id, j, 'i')::DOUBLE / 18446744073709551616.0, 3))::BIGINT AS item,
            1 + (hash(seed, record_id, j, 'v') % 5)::INTEGER AS value,
            DATE '2000-01-01' + (hash(seed, record_id, j, 'd') % 2190)::INTEGER AS ts
     FROM u, range(n) AS r(j))
 SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER BY record_id, item, ts;
 
--- Bad input. A table lacking a needed column must fail with an error naming the function and the
--- argument, not with DuckDB's binder error about a column it never saw in the call. So the input tables
--- are read through anon_with_columns: a union by name with an empty relation that has every needed column
--- gives a relation that always has them (NULL where the table has none), and anon_require_columns checks
--- the real columns at run time against DESCRIBE. (The union costs nothing measurable; picking columns
--- with COLUMNS(lambda ...) cost about 10 % more CPU on the attack.)
-
--- The tables of this file, read without naming a column the table may lack: every column of
--- table_name, plus any of record_id, target_id, item, value, ts that it has not, as NULL. UNION BY NAME
--- matches names case-insensitively, as DuckDB's identifiers are.
-CREATE OR REPLACE MACRO anon_with_columns(table_name) AS TABLE
-(SELECT NULL AS record_id, NULL AS target_id, NULL AS item, NULL AS value, NULL AS ts LIMIT 0)
-UNION ALL BY NAME
-(SELECT * FROM query_table(table_name));
-
 -- Scoreboard-RH. For every target of `aux_table` (target_id, item, value, ts: what the adversary knows) and
--- every record of `published_table` (record_id, item, value, ts) sharing an item with it:
---   score = sum over shared items of wt(i) * Sim, wt(i) = 1 / ln |supp(i)| (supp: records rating the item;
---   at least 2), Sim = exp(-|value difference| / rho0) + exp(-|days apart| / d0) (the date term only where
+-- every record of `published_table` (record_id, item, value, ts) holding an item the target rated:
+--   score = sum over the target's items of wt(i) * Sim, wt(i) = 1 / ln |supp(i)| (supp: records holding
+--   the item; at least 2), Sim = exp(-value gap / rho0) + exp(-days apart / d0) (the date term only where
 --   both dates are known and use_dates).
--- Records sharing no item score 0 and still count in sigma (the standard deviation of the target's scores
--- over all records) and in the entropy of Pi(r) ~ exp(score / sigma). One row per target: the best record,
--- its score and the runner-up's, sigma, eccentricity (best - second) / sigma, matched (eccentricity >= phi)
--- and entropy_bits.
+-- The published item, value and ts may be raw, or generalized: mondrian()'s text labels ('3-7', '{a,b}',
+-- '2001-01-01/2001-03-31') or typed bounds STRUCT(lo, hi, mean), read as 55_release_labels.sql says. A
+-- record holds an item when one of its rows' item labels covers it; the value and date gaps are 0 inside
+-- the released range and the distance to it outside, so on raw data they are the plain differences. (When
+-- several rows of a record cover one item, the best of them counts.)
+-- Records holding none of the items score 0 and still count in sigma (the standard deviation of the
+-- target's scores over all records) and in the entropy of Pi(r) ~ exp(score / sigma). One row per target:
+-- the best record, its score and the runner-up's, sigma, eccentricity (best - second) / sigma, matched
+-- (eccentricity >= phi) and entropy_bits.
 -- An aux table without targets gives no rows. `fn` names the user-facing function in error messages.
+
+-- The scalar arguments of deanonymize and deanonymize_evaluate, checked when the query is bound.
+CREATE OR REPLACE MACRO anon_deanonymize_args_ok(fn, published_table, aux_table, rho0, d0, phi, use_dates) AS
+    anon_name_ok(fn, 'published_table', published_table)
+    AND anon_name_ok(fn, 'aux_table', aux_table)
+    AND anon_number_ok(fn, 'rho0', rho0, lo := 0, above := true)
+    AND anon_number_ok(fn, 'd0', d0, lo := 0, above := true)
+    AND anon_number_ok(fn, 'phi', phi, lo := 0)
+    AND anon_bool_ok(fn, 'use_dates', use_dates);
+
 CREATE OR REPLACE MACRO anon_deanonymize(fn, published_table, aux_table, rho0, d0, phi, use_dates) AS TABLE
 WITH
-checks AS (
-    SELECT p.ok AND a.ok AS ok
+args AS (SELECT ok FROM anon_arguments(anon_deanonymize_args_ok(fn, published_table, aux_table, rho0, d0, phi, use_dates))),
+checks AS (  -- the aux values must be numbers, its dates dates (or all NULL)
+    SELECT p.ok AND a.ok AND d.ok AS ok
     FROM anon_require_columns(fn, 'published_table', published_table, ['record_id', 'item', 'value', 'ts']) p,
-         anon_require_columns(fn, 'aux_table', aux_table, ['target_id', 'item', 'value', 'ts']) a),
-published AS (SELECT record_id, item, value::DOUBLE AS value, ts FROM anon_with_columns(published_table)),
-aux AS (SELECT target_id, item, value::DOUBLE AS value, ts FROM anon_with_columns(aux_table)),
+         anon_require_columns(fn, 'aux_table', aux_table, ['target_id', 'item', 'value', 'ts'], typed := ['value'],
+                              type_pattern := anon_number_types(), type_text := 'a number') a,
+         anon_require_columns(fn, 'aux_table', aux_table, ['ts'], typed := ['ts'],
+                              type_pattern := anon_temporal_types() || '|^"NULL"$', type_text := 'a DATE or TIMESTAMP') d),
+published AS MATERIALIZED (  -- each released value as JSON text, whatever its shape
+    SELECT record_id, to_json(item)::VARCHAR AS il, to_json(value)::VARCHAR AS vl, to_json(ts)::VARCHAR AS tl
+    FROM args, anon_read(published_table, ['record_id', 'item', 'value', 'ts'])),
+aux AS MATERIALIZED (
+    SELECT target_id, anon_value_read(item) AS i, try_cast(value AS DOUBLE) AS value, anon_numeric_key(try_cast(ts AS TIMESTAMP)) AS tx
+    FROM anon_read(aux_table, ['target_id', 'item', 'value', 'ts'])),
+item_kind AS (SELECT coalesce(any_value(i.kind), 'category') AS kind FROM aux),
+item_labels AS (  -- distinct item labels, parsed; `point` is the key of a label that covers one value only
+    SELECT il, b, CASE WHEN b.star OR b.null_ok OR b.clo IS NOT NULL THEN NULL
+                       WHEN kind = 'category' THEN CASE WHEN len(b.elems) = 1 AND NOT b.text LIKE '{%}' THEN b.elems[1] END
+                       WHEN b.lo = b.hi THEN b.lo::VARCHAR END AS point
+    FROM (SELECT il, anon_label_read(il::JSON, kind) AS b, kind FROM (SELECT DISTINCT il FROM published), item_kind)),
+aux_items AS (SELECT DISTINCT i.t AS t, i.x AS x, CASE WHEN i.kind = 'category' THEN i.t ELSE i.x::VARCHAR END AS point FROM aux),
+item_covers AS MATERIALIZED (  -- (aux item, item label) where the label covers the item: points by a join
+    SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point = a.point
+    UNION ALL
+    SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point IS NULL AND anon_label_covers(l.b, a.t, a.x)),
+value_labels AS (SELECT vl, anon_label_read(vl::JSON, 'numeric') AS b FROM (SELECT DISTINCT vl FROM published)),
+ts_labels AS (SELECT tl, anon_label_read(tl::JSON, 'temporal') AS b FROM (SELECT DISTINCT tl FROM published)),
 records AS (SELECT count(DISTINCT record_id) AS n FROM published),
-weights AS (SELECT item, 1.0 / ln(greatest(count(*), 2)) AS wt FROM published GROUP BY item),
-scores AS (  -- one row per (target, candidate record sharing an item)
-    SELECT a.target_id, p.record_id,
-           sum(w.wt * (exp(-abs(p.value - a.value) / rho0)
-                       + CASE WHEN use_dates AND a.ts IS NOT NULL AND p.ts IS NOT NULL
-                              THEN exp(-abs(date_diff('day', a.ts::DATE, p.ts::DATE)) / d0) ELSE 0 END)) AS score
-    FROM aux a JOIN published p USING (item) JOIN weights w USING (item)
-    GROUP BY a.target_id, p.record_id),
+holders AS MATERIALIZED (  -- (aux item, published row) pairs
+    SELECT c.t, p.record_id, p.vl, p.tl FROM item_covers c JOIN published p USING (il)),
+weights AS (SELECT t, 1.0 / ln(greatest(count(DISTINCT record_id), 2)) AS wt FROM holders GROUP BY t),
+sims AS (  -- one row per (target, item, candidate record): the best of the record's rows holding the item
+    SELECT a.target_id, h.record_id, a.i.t AS t,
+           max(exp(-anon_label_gap(v.b, a.value::VARCHAR, a.value, 'numeric') / try_cast(rho0 AS DOUBLE))
+               + CASE WHEN use_dates AND a.tx IS NOT NULL AND d.b.lo IS NOT NULL
+                      THEN exp(-anon_label_gap(d.b, a.tx::VARCHAR, a.tx, 'temporal') / 86400e6 / try_cast(d0 AS DOUBLE))
+                      ELSE 0 END) AS sim
+    FROM aux a JOIN holders h ON h.t = a.i.t
+    JOIN value_labels v ON v.vl IS NOT DISTINCT FROM h.vl
+    JOIN ts_labels d ON d.tl IS NOT DISTINCT FROM h.tl
+    GROUP BY a.target_id, h.record_id, a.i.t),
+scores AS (  -- one row per (target, candidate record)
+    SELECT s.target_id, s.record_id, sum(w.wt * s.sim) AS score
+    FROM sims s JOIN weights w USING (t)
+    GROUP BY s.target_id, s.record_id),
 per_target AS (  -- aggregates, not a ranking window: sorting every target's candidates cost most of the time
     SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2,
            max(score) AS best, coalesce(max(score, 2)[2], 0) AS second,  -- the runner-up may tie the best
@@ -75,7 +109,7 @@ entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 co
     FROM stats s JOIN scores k USING (target_id) WHERE s.sigma > 0 GROUP BY s.target_id, s.n, s.candidates)
 SELECT s.target_id, s.best_record, s.best AS score, s.second AS runner_up, s.sigma,
        CASE WHEN s.sigma > 0 THEN (s.best - s.second) / s.sigma END AS eccentricity,
-       coalesce((s.best - s.second) / nullif(s.sigma, 0) >= phi, false) AS matched,
+       coalesce((s.best - s.second) / nullif(s.sigma, 0) >= try_cast(phi AS DOUBLE), false) AS matched,
        e.entropy_bits
 FROM stats s LEFT JOIN entropy e USING (target_id)
 -- The checks as a branch of their own, so that they run even when there are no targets (never a row)
@@ -94,12 +128,12 @@ SELECT * FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, 
 CREATE OR REPLACE MACRO deanonymize_evaluate(published_table, aux_table, truth_table, rho0 := 1.5, d0 := 30, phi := 1.5,
                                              use_dates := true) AS TABLE
 WITH
-checks AS (  -- all three tables, here too: the aggregate below always has its one row to run them on
-    SELECT p.ok AND a.ok AND t.ok AS ok
-    FROM anon_require_columns('deanonymize_evaluate', 'published_table', published_table, ['record_id', 'item', 'value', 'ts']) p,
-         anon_require_columns('deanonymize_evaluate', 'aux_table', aux_table, ['target_id', 'item', 'value', 'ts']) a,
-         anon_require_columns('deanonymize_evaluate', 'truth_table', truth_table, ['target_id', 'record_id']) t),
-truth AS (SELECT target_id, record_id FROM anon_with_columns(truth_table)),
+args AS (
+    SELECT ok FROM anon_arguments(anon_deanonymize_args_ok('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates)
+                                  AND anon_name_ok('deanonymize_evaluate', 'truth_table', truth_table))),
+checks AS (  -- the truth table here; the other two in anon_deanonymize, whose rows the aggregate below reads
+    SELECT ok FROM anon_require_columns('deanonymize_evaluate', 'truth_table', truth_table, ['target_id', 'record_id'])),
+truth AS (SELECT target_id, record_id FROM args, anon_read(truth_table, ['target_id', 'record_id'])),
 summary AS (
     SELECT count(*) FILTER (WHERE t.record_id IS NOT NULL) AS present_targets,
            avg(CASE WHEN d.matched AND d.best_record = t.record_id THEN 1.0 ELSE 0.0 END)
@@ -119,17 +153,34 @@ SELECT summary.* FROM summary, checks WHERE checks.ok;
 CREATE OR REPLACE MACRO synthetic_aux(table_name, targets, known_items := 8, value_noise := 0, days_noise := 14,
                                       with_dates := true, seed := 0) AS TABLE
 WITH
-chosen AS (SELECT record_id FROM (SELECT DISTINCT record_id FROM query_table(table_name))
-           ORDER BY hash(seed, record_id, 't') LIMIT targets),
+args AS (
+    SELECT ok FROM anon_arguments(anon_name_ok('synthetic_aux', 'table_name', table_name)
+                                  AND anon_number_ok('synthetic_aux', 'targets', targets, lo := 1, integer := true)
+                                  AND anon_number_ok('synthetic_aux', 'known_items', known_items, lo := 1, integer := true)
+                                  AND anon_number_ok('synthetic_aux', 'value_noise', value_noise, lo := 0, integer := true)
+                                  AND anon_number_ok('synthetic_aux', 'days_noise', days_noise, lo := 0, integer := true)
+                                  AND anon_bool_ok('synthetic_aux', 'with_dates', with_dates)
+                                  AND anon_number_ok('synthetic_aux', 'seed', seed, integer := true))),
+checks AS (
+    SELECT ok FROM anon_require_columns('synthetic_aux', 'table_name', table_name, ['record_id', 'item', 'value', 'ts'],
+                                        typed := ['value', 'ts'], type_pattern := anon_number_types() || '|' || anon_temporal_types(),
+                                        type_text := 'raw ratings (numbers and dates)')),
+source AS (SELECT record_id, item, value, ts FROM args, anon_read(table_name, ['record_id', 'item', 'value', 'ts'])),
+chosen AS (SELECT record_id FROM (SELECT DISTINCT record_id FROM source)
+           ORDER BY hash(seed, record_id, 't') LIMIT try_cast(targets AS BIGINT)),
 picked AS (
     SELECT t.record_id, t.item, t.value, t.ts,
            row_number() OVER (PARTITION BY t.record_id ORDER BY hash(seed, t.record_id, t.item, 'k')) AS pick
-    FROM query_table(table_name) t JOIN chosen USING (record_id))
+    FROM source t JOIN chosen USING (record_id))
 SELECT record_id AS target_id, item,
        value + CASE WHEN value_noise > 0
-                    THEN (hash(seed, record_id, item, 'v') % (2 * value_noise + 1))::INTEGER - value_noise ELSE 0 END AS value,
-       CASE WHEN with_dates THEN ts::DATE + ((hash(seed, record_id, item, 'd') % (2 * days_noise + 1))::INTEGER - days_noise) END AS ts
-FROM picked WHERE pick <= known_items;
+                    THEN (hash(seed, record_id, item, 'v') % (2 * try_cast(value_noise AS BIGINT) + 1))::INTEGER
+                         - try_cast(value_noise AS BIGINT) ELSE 0 END AS value,
+       CASE WHEN with_dates THEN try_cast(ts AS DATE) + ((hash(seed, record_id, item, 'd') % (2 * try_cast(days_noise AS BIGINT) + 1))::INTEGER
+                                                         - try_cast(days_noise AS INTEGER)) END AS ts
+FROM picked, checks WHERE pick <= try_cast(known_items AS BIGINT) AND checks.ok
+UNION ALL BY NAME  -- the checks run on an empty table too (never a row)
+SELECT NULL AS target_id FROM checks WHERE NOT ok;
 
 -- Linkage audit for perturbed releases (random_walk(), noise) and generalized ones: an adversary knows the
 -- exact QI values of the people in aux_table (with their ids); each is linked to the released record

@@ -73,9 +73,10 @@ FROM query('FROM query_table(' || anon_sql_literal(table_name) || ')'
 
 -- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
 -- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
--- match; `type_text` says what was expected.
+-- match; `type_text` says what was expected. The table name is checked too, as argument `table_arg`
+-- (default: arg).
 CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed := [], type_pattern := '',
-                                             type_text := '') AS TABLE
+                                             type_text := '', table_arg := NULL) AS TABLE
 SELECT anon_check(len(missing) > 0, fn, arg,
                   '(table ' || anon_shown(table_name) || ') lacks the column(s) '
                   || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
@@ -88,7 +89,8 @@ FROM (SELECT list_filter(anon_names(columns), lambda c: NOT list_contains(map_ke
                                                          AND NOT regexp_matches(have[lower(c)], type_pattern)),
                             lambda c: '''' || c || ''' is ' || have[lower(c)]) AS mistyped
       FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
-            FROM (DESCRIBE FROM query_table(table_name))));
+            FROM (DESCRIBE FROM query_table(anon_after(anon_name_ok(fn, coalesce(table_arg, arg), table_name),
+                                                       table_name::VARCHAR)))));
 
 -- DuckDB's names of the types anon_is_numeric and anon_is_temporal accept.
 CREATE OR REPLACE MACRO anon_number_types() AS

@@ -14,7 +14,7 @@
 CREATE OR REPLACE MACRO hierarchy_from_text(file_path) AS TABLE
 WITH
 files AS (SELECT count(*) AS n, list(content) AS contents
-          FROM read_text(anon_after(anon_name_ok('hierarchy_from_text', 'file_path', file_path, 'a file path'), file_path))),
+          FROM read_text(anon_after(anon_name_ok('hierarchy_from_text', 'file_path', file_path, 'a file path'), file_path::VARCHAR))),
 leaves AS (
     SELECT path[1] AS leaf, path
     FROM (SELECT string_split(rtrim(line, chr(13)), ';') AS path
@@ -32,7 +32,7 @@ SELECT NULL, NULL FROM checks WHERE NOT ok;
 -- The column check of hierarchy_intervals and hierarchy_dates (at run time, from the table's description).
 CREATE OR REPLACE MACRO anon_hierarchy_column_ok(fn, table_name, column_name, type_pattern, type_text) AS TABLE
 SELECT ok FROM anon_require_columns(fn, 'column_name', table_name, [column_name], typed := [column_name],
-                                    type_pattern := type_pattern, type_text := type_text);
+                                    type_pattern := type_pattern, type_text := type_text, table_arg := 'table_name');
 
 -- Nested intervals over a numeric column's distinct values: `widths` are increasing, each a multiple of
 -- the one before (so intervals nest), e.g. [5, 10, 20]. Intervals start at multiples of their width.
@@ -89,14 +89,14 @@ SELECT NULL, NULL FROM checks WHERE NOT ok;
 -- path a list, and at least one row; otherwise an error naming `hierarchies`, the QI and the table.
 CREATE OR REPLACE MACRO anon_hierarchy_table(fn, qi, table_name) AS TABLE
 WITH
-rows AS (SELECT leaf, path FROM anon_read(table_name, ['leaf', 'path'])),
+rows AS (SELECT leaf, try_cast(path AS VARCHAR[]) AS path FROM anon_read(table_name, ['leaf', 'path'])),
 checks AS (
     SELECT (SELECT ok FROM anon_require_columns(fn, 'hierarchies', table_name, ['leaf', 'path'], typed := ['path'],
                                                 type_pattern := '\[\]$', type_text := 'a list (VARCHAR[])'))
            AND anon_check(count(*) = 0, fn, 'hierarchies',
                           'maps ''' || qi || ''' to the table ' || anon_shown(table_name) || ', which has no rows') AS ok
     FROM rows)
-SELECT leaf, path FROM rows
+SELECT leaf, path FROM rows, checks WHERE checks.ok  -- the checks first (they are the join's build side)
 UNION ALL
 SELECT NULL, NULL FROM checks WHERE NOT ok;
 

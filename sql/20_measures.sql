@@ -7,7 +7,7 @@ WITH
 args AS (  -- bound first (the first relation the query reads), so a wrong argument fails before anything else
     SELECT ok FROM anon_arguments(anon_name_ok('equivalence_classes', 'table_name', table_name)
                                   AND anon_columns_ok('equivalence_classes', 'qis', qis))),
-checks AS (SELECT ok FROM anon_require_columns('equivalence_classes', 'qis', table_name, qis))
+checks AS (SELECT ok FROM anon_require_columns('equivalence_classes', 'qis', table_name, qis, table_arg := 'table_name'))
 SELECT * EXCLUDE (ok) FROM (
     SELECT args.ok, COLUMNS(qis), count(*) AS class_size FROM args, anon_read(table_name, qis)
     GROUP BY ALL
@@ -24,7 +24,7 @@ args AS (  -- bound first: see equivalence_classes
     SELECT ok FROM anon_arguments(anon_name_ok('release_measures', 'table_name', table_name)
                                   AND anon_columns_ok('release_measures', 'qis', qis)
                                   AND anon_number_ok('release_measures', 'k', k, lo := 1, integer := true, nullable := true))),
-checks AS (SELECT ok FROM anon_require_columns('release_measures', 'qis', table_name, qis))
+checks AS (SELECT ok FROM anon_require_columns('release_measures', 'qis', table_name, qis, table_arg := 'table_name'))
 SELECT sum(class_size)::BIGINT AS rows,
        count(*) AS classes,
        min(class_size) AS achieved_k,

@@ -27,8 +27,8 @@ args AS (  -- bound first (the first relation the query reads), so a wrong argum
                                   AND anon_number_ok(fn, 'c', c, lo := 0, above := true))),
 checks AS (
     SELECT q.ok AND s.ok AS ok
-    FROM anon_require_columns(fn, 'qis', table_name, qis) q,
-         anon_require_columns(fn, 'sensitive', table_name, anon_names([sensitive])) s),
+    FROM anon_require_columns(fn, 'qis', table_name, qis, table_arg := 'table_name') q,
+         anon_require_columns(fn, 'sensitive', table_name, anon_names([sensitive]), table_arg := 'table_name') s),
 rows AS (
     SELECT COLUMNS(qis), row(*COLUMNS(qis)) AS __anon_class,
            CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([anon_profile_column(qis, sensitive)]) END AS __anon_s
@@ -86,7 +86,7 @@ args AS (  -- bound first: see anon_class_profile
                                   AND anon_number_ok('risk_measures', 'threshold', threshold, lo := 0, hi := 1))),
 checks AS (
     SELECT s.ok AND p.ok AS ok
-    FROM anon_require_columns('risk_measures', 'qis', table_name, qis) s,
+    FROM anon_require_columns('risk_measures', 'qis', table_name, qis, table_arg := 'table_name') s,
          anon_require_columns('risk_measures', 'population_table', coalesce(population_table, table_name), qis) p),
 sample AS (SELECT __anon_class, count(*) AS f
            FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM args, anon_read(table_name, qis)) GROUP BY __anon_class),
@@ -111,7 +111,7 @@ WITH
 args AS (  -- bound first: see anon_class_profile
     SELECT ok AS __anon_ok FROM anon_arguments(anon_name_ok('record_risks', 'table_name', table_name)
                                                AND anon_columns_ok('record_risks', 'qis', qis))),
-checks AS (SELECT ok FROM anon_require_columns('record_risks', 'qis', table_name, qis))
+checks AS (SELECT ok FROM anon_require_columns('record_risks', 'qis', table_name, qis, table_arg := 'table_name'))
 SELECT r.* EXCLUDE (__anon_class, __anon_ok), count(*) OVER w AS class_size, 1.0 / count(*) OVER w AS prosecutor_risk
 FROM (SELECT *, row(*COLUMNS(qis)) AS __anon_class FROM (SELECT a.__anon_ok, t.* FROM args a, anon_read(table_name, qis) t)) r,
      checks

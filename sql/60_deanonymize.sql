@@ -58,11 +58,12 @@ checks AS (  -- the aux values must be numbers, its dates dates (or all NULL)
          anon_require_columns(fn, 'aux_table', aux_table, ['ts'], typed := ['ts'],
                               type_pattern := anon_temporal_types() || '|^"NULL"$', type_text := 'a DATE or TIMESTAMP') d),
 published AS MATERIALIZED (  -- each released value as JSON text, whatever its shape
-    SELECT record_id, to_json(item)::VARCHAR AS il, to_json(value)::VARCHAR AS vl, to_json(ts)::VARCHAR AS tl
+    SELECT record_id, coalesce(to_json(item)::VARCHAR, 'null') AS il, coalesce(to_json(value)::VARCHAR, 'null') AS vl,
+           coalesce(to_json(ts)::VARCHAR, 'null') AS tl  -- JSON's null rather than NULL: labels join with =
     FROM args, anon_read(published_table, ['record_id', 'item', 'value', 'ts'])),
 aux AS MATERIALIZED (
     SELECT target_id, anon_value_read(item) AS i, try_cast(value AS DOUBLE) AS value, anon_numeric_key(try_cast(ts AS TIMESTAMP)) AS tx
-    FROM anon_read(aux_table, ['target_id', 'item', 'value', 'ts'])),
+    FROM args, anon_read(aux_table, ['target_id', 'item', 'value', 'ts'])),
 item_kind AS (SELECT coalesce(any_value(i.kind), 'category') AS kind FROM aux),
 item_labels AS (  -- distinct item labels, parsed; `point` is the key of a label that covers one value only
     SELECT il, b, CASE WHEN b.star OR b.null_ok OR b.clo IS NOT NULL THEN NULL
@@ -74,21 +75,23 @@ item_covers AS MATERIALIZED (  -- (aux item, item label) where the label covers 
     SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point = a.point
     UNION ALL
     SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point IS NULL AND anon_label_covers(l.b, a.t, a.x)),
-value_labels AS (SELECT vl, anon_label_read(vl::JSON, 'numeric') AS b FROM (SELECT DISTINCT vl FROM published)),
-ts_labels AS (SELECT tl, anon_label_read(tl::JSON, 'temporal') AS b FROM (SELECT DISTINCT tl FROM published)),
+value_labels AS (  -- ranges of values and dates (the gaps below need no more than lo and hi)
+    SELECT vl, b.lo AS lo, b.hi AS hi FROM (SELECT vl, anon_label_read(vl::JSON, 'numeric') AS b FROM (SELECT DISTINCT vl FROM published))),
+ts_labels AS (
+    SELECT tl, b.lo AS lo, b.hi AS hi FROM (SELECT tl, anon_label_read(tl::JSON, 'temporal') AS b FROM (SELECT DISTINCT tl FROM published))),
 records AS (SELECT count(DISTINCT record_id) AS n FROM published),
 holders AS MATERIALIZED (  -- (aux item, published row) pairs
     SELECT c.t, p.record_id, p.vl, p.tl FROM item_covers c JOIN published p USING (il)),
 weights AS (SELECT t, 1.0 / ln(greatest(count(DISTINCT record_id), 2)) AS wt FROM holders GROUP BY t),
 sims AS (  -- one row per (target, item, candidate record): the best of the record's rows holding the item
     SELECT a.target_id, h.record_id, a.i.t AS t,
-           max(exp(-anon_label_gap(v.b, a.value::VARCHAR, a.value, 'numeric') / try_cast(rho0 AS DOUBLE))
-               + CASE WHEN use_dates AND a.tx IS NOT NULL AND d.b.lo IS NOT NULL
-                      THEN exp(-anon_label_gap(d.b, a.tx::VARCHAR, a.tx, 'temporal') / 86400e6 / try_cast(d0 AS DOUBLE))
+           max(exp(-greatest(v.lo - a.value, a.value - v.hi, 0) / try_cast(rho0 AS DOUBLE))
+               + CASE WHEN use_dates AND a.tx IS NOT NULL AND d.lo IS NOT NULL
+                      THEN exp(-greatest(d.lo - a.tx, a.tx - d.hi, 0) / 86400e6 / try_cast(d0 AS DOUBLE))
                       ELSE 0 END) AS sim
     FROM aux a JOIN holders h ON h.t = a.i.t
-    JOIN value_labels v ON v.vl IS NOT DISTINCT FROM h.vl
-    JOIN ts_labels d ON d.tl IS NOT DISTINCT FROM h.tl
+    JOIN value_labels v ON v.vl = h.vl
+    JOIN ts_labels d ON d.tl = h.tl
     GROUP BY a.target_id, h.record_id, a.i.t),
 scores AS (  -- one row per (target, candidate record)
     SELECT s.target_id, s.record_id, sum(w.wt * s.sim) AS score
@@ -207,9 +210,12 @@ checks AS (
     FROM anon_require_columns('linkage_nearest', 'release_table', release_table, anon_names(qis, id_column)) r,
          anon_require_columns('linkage_nearest', 'aux_table', aux_table, anon_names(qis, id_column)) a),
 aux AS MATERIALIZED (  -- every argument below is coerced (anon_names, ::VARCHAR), so it binds before args fails
-    SELECT * FROM anon_aux_long(aux_table, list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),
+    SELECT * FROM anon_aux_long(anon_after(anon_name_ok('linkage_nearest', 'aux_table', aux_table), aux_table::VARCHAR),
+                                list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),
 rel_long AS MATERIALIZED (
-    SELECT * FROM anon_release_long(release_table, list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),
+    SELECT r.* FROM args, anon_release_long(anon_after(anon_name_ok('linkage_nearest', 'release_table', release_table),
+                                                       release_table::VARCHAR), list_transform(anon_names(qis), lambda q: lower(q)),
+                                            lower(id_column::VARCHAR)) r),
 rel AS MATERIALIZED (  -- each released value parsed once per distinct (QI, label), by the kind of the aux column
     SELECT r.__anon_id, r.qi, l.kind, l.b
     FROM rel_long r

@@ -22,8 +22,8 @@ CREATE OR REPLACE MACRO anon_linkage_classes(release_table, aux_table, qis, id_c
 WITH
 checks AS (  -- every QI and the id column in both tables, else an error naming the argument
     SELECT r.ok AND a.ok AS ok
-    FROM anon_require_columns('linkage_classes', 'release_table', release_table, qis || [id_column]) r,
-         anon_require_columns('linkage_classes', 'aux_table', aux_table, qis || [id_column]) a),
+    FROM anon_require_columns('linkage_classes', 'release_table', release_table, anon_names(qis, id_column)) r,
+         anon_require_columns('linkage_classes', 'aux_table', aux_table, anon_names(qis, id_column)) a),
 released AS (  -- every released row: its id and its QI labels as text
     SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
            to_json(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))::VARCHAR  -- labels of any shape
@@ -83,7 +83,8 @@ own_found AS (  -- persons whose own released row (by id) lies in a class they a
     JOIN release_rows r ON r.__anon_id = a.__anon_id AND r.class_id = p.class_id),
 per_person AS (
     SELECT a.__anon_person, count(p.class_id) AS classes, coalesce(sum(c.class_size), 0) AS candidates,
-           bool_or(o.__anon_person IS NOT NULL) AS found
+           -- without ids, a person counts as found when any row is consistent (the release is assumed correct)
+           CASE WHEN id_column IS NULL THEN count(p.class_id) > 0 ELSE bool_or(o.__anon_person IS NOT NULL) END AS found
     FROM aux a
     LEFT JOIN consistent p USING (__anon_person)
     LEFT JOIN classes c USING (class_id)
@@ -116,8 +117,9 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
             WHEN len(list_distinct(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(qis AS VARCHAR[]))
                  THEN error('linkage_classes(): argument ''qis'' lists a column twice')
             ELSE anon_sql_list(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q))) END || ', '
-    || CASE WHEN id_column IS NULL OR typeof(id_column) <> 'VARCHAR'
-                 THEN error('linkage_classes(): argument ''id_column'' must be a column name')
+    || CASE WHEN id_column IS NULL THEN 'NULL'
+            WHEN typeof(id_column) <> 'VARCHAR'
+                 THEN error('linkage_classes(): argument ''id_column'' must be a column name or NULL, got ' || anon_shown(id_column))
             WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column))
                  THEN error('linkage_classes(): argument ''id_column'' must not be one of the QIs')
             ELSE anon_sql_literal(lower(id_column)) END || ', '
@@ -128,6 +130,9 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
 -- exactly one class), own_class_found (share whose own row, by id, is among their consistent rows: 1.0 for
 -- a correct release), reidentified (mean of 1 / consistent rows where the own row is among them, else 0;
 -- at most 1/k on a k-anonymous release) and mean_candidates (consistent rows per person).
+-- id_column := NULL audits a release without ids (as a release should be): every person of aux_table is
+-- taken to be in it, so own_class_found is the share consistent with some row and reidentified the mean
+-- of 1 / consistent rows over them (the prosecutor's expected success).
 -- An empty aux_table gives people = 0 and NULL shares.
 CREATE OR REPLACE MACRO linkage_classes(release_table, aux_table, qis, id_column, hierarchies := NULL) AS TABLE
 SELECT * FROM query(anon_linkage_call(release_table, aux_table, qis, id_column, hierarchies));

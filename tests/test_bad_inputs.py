@@ -117,7 +117,7 @@ BAD_INPUTS = [
     ("SELECT * FROM linkage_nearest('t', 't', ['age', 'nope'], 'id')", "linkage_nearest", "nope"),
     ("SELECT * FROM linkage_nearest(NULL, 't', ['age'], 'id')", "linkage_nearest", "release_table"),
     ("SELECT * FROM linkage_classes('rel', 't', 'age', 'id')", "linkage_classes", "qis"),
-    ("SELECT * FROM linkage_classes('rel', 't', ['age'], NULL)", "linkage_classes", "id_column"),
+    ("SELECT * FROM linkage_classes('rel', 't', ['age'], 1)", "linkage_classes", "id_column"),
     ("SELECT * FROM linkage_classes('rel', 't', ['age', 'nope'], 'id')", "linkage_classes", "nope"),
     ("SELECT * FROM linkage_classes('rel', 't', ['age', 'zip'], 'id', hierarchies := {'zip': 'h_empty'})",
      "linkage_classes", "hierarchies"),

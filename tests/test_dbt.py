@@ -132,7 +132,7 @@ def test_plugin_installs_on_each_configuration_for_cursors(tmp_path):
 
 def test_example_builds_a_k_anonymous_view(built):
     project, output = built
-    assert "PASS=10" in output and "ERROR=0" in output
+    assert "PASS=12" in output and "ERROR=0" in output
     seed = seed_rows()
     con = duckdb.connect(str(project / DATABASE), read_only=True)  # plain duckdb: the package is not involved
     try:
@@ -281,3 +281,55 @@ def test_anonymize_rejects_a_bare_string_of_qis(built, tmp_path):
     compiled = run_dbt(project, "compile", "--inline", "{{ duckdb_anon.anonymize(ref('patients'), 'age', 10) }}")
     assert compiled.returncode != 0
     assert "anonymize(): argument 'qis' must be a non-empty list of column names, got age" in compiled.stdout + compiled.stderr
+
+
+def test_linkage_below_passes_on_the_release_and_fails_on_raw_data(built, tmp_path):
+    """The example's linkage_below test passes on patients_k10 (dbt build succeeded) with the share that
+    linkage_classes() gives; pointed at the raw seed (ids kept) and at a 2-anonymous release it fails with
+    one row, and a max_rate outside [0, 1] is a compile error naming the argument."""
+    project, output = built
+    assert re.search(r"PASS duckdb_anon_linkage_below_patients_k10", output), output[-3000:]
+    con = duckdb.connect(str(project / DATABASE), read_only=True)
+    try:
+        # recomputed by hand: each known patient's consistent rows are those whose labels cover them; with
+        # k = 10 every known patient has at least 10
+        rate = con.execute("SELECT reidentified FROM linkage_classes('patients_k10', 'patients_known', "
+                           "['age', 'zip', 'sex'], NULL)").fetchall()[0][0]
+        known = con.execute("SELECT count(*) FROM patients_known").fetchall()[0][0]
+    finally:
+        con.close()
+    assert known == 60 and 0 < rate <= 0.1
+
+    broken = copy_built(project, tmp_path / "linkage")
+    (broken / "models" / "patients_k2.sql").write_text(
+        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2) }}\n",
+        encoding="utf-8")
+    (broken / "models" / "linkage.yml").write_text("""version: 2
+seeds:
+  - name: patients
+    data_tests:
+      - duckdb_anon.linkage_below:
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], id: patient_id, max_rate: 0.1}
+models:
+  - name: patients_k2
+    data_tests:
+      - duckdb_anon.linkage_below:
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], id: patient_id, max_rate: 0.1}
+""", encoding="utf-8")
+    build = run_dbt(broken, "build", "--select", "patients", "+patients_k2", "patients_known",
+                    "--indirect-selection", "cautious")
+    out = build.stdout + build.stderr
+    assert build.returncode != 0
+    assert failures_reported(out, "duckdb_anon_linkage_below_patients_") == 1
+    assert out.count("Failure in test duckdb_anon_linkage_below_patients") == 2, out[-3000:]
+
+    (broken / "models" / "linkage.yml").write_text("""version: 2
+models:
+  - name: patients_k2
+    data_tests:
+      - duckdb_anon.linkage_below:
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], max_rate: 1.5}
+""", encoding="utf-8")
+    build = run_dbt(broken, "build", "--select", "patients_k2")
+    assert build.returncode != 0
+    assert "linkage_below(): argument 'max_rate'" in build.stdout + build.stderr

@@ -42,3 +42,24 @@ HAVING count(DISTINCT {{ s }}) + CASE WHEN count({{ s }}) < count(*) THEN 1 ELSE
     {{- duckdb_anon.check_name('localities_preserved', 'column_name', column_name) -}}
 SELECT * FROM check_localities({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_literal(column_name) }}, {{ duckdb_anon.sql_literal(locality_table) }})
 {% endtest %}
+
+{#-
+    Linkage audit: the adversary knows the exact QI values of the people in `aux` (a ref() or a table name;
+    with their ids in column `id` when the model keeps ids). linkage_classes() counts, per person, the
+    model's rows whose labels cover those values (mondrian's text or typed shape). The test returns one row
+    (people, reidentified, mean_candidates) when the share re-identified, the mean over people of
+    1 / consistent rows, exceeds max_rate (a number in [0, 1]); on a k-anonymous release it is at most 1/k.
+    Without `id` every person of `aux` is taken to be in the model (the prosecutor's view).
+-#}
+{% test linkage_below(model, aux, qis, max_rate, id=none, hierarchies=none) %}
+    {{- duckdb_anon.check_names('linkage_below', 'qis', qis) -}}
+    {%- if id is not none -%}{{- duckdb_anon.check_name('linkage_below', 'id', id) -}}{%- endif -%}
+    {%- if max_rate is not number or max_rate is boolean or max_rate < 0 or max_rate > 1 -%}
+        {{ exceptions.raise_compiler_error("linkage_below(): argument 'max_rate' must be a number in [0, 1], got " ~ max_rate) }}
+    {%- endif -%}
+SELECT people, reidentified, mean_candidates
+FROM linkage_classes({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_literal(aux) }}, {{ duckdb_anon.sql_list(qis) }},
+                     {{ duckdb_anon.sql_literal(id) if id is not none else 'NULL' }}
+                     {%- if hierarchies is not none %}, hierarchies := {{ hierarchies }}{% endif %})
+WHERE reidentified > {{ max_rate }}
+{% endtest %}

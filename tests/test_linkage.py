@@ -320,3 +320,62 @@ def test_linkage_against_a_hierarchical_mondrian_release(con):
         shares.append(1 / fits.sum() if own.any() else 0.0)
     assert result["people"] == 300 and result["own_class_found"] == 1.0
     assert result["reidentified"] == pytest.approx(sum(shares) / len(shares)) and result["reidentified"] <= 0.1
+
+
+# ---- both release shapes, releases without ids ---------------------------------------------------------
+
+@pytest.fixture
+def mixed(con):
+    """60 people with a number, a category and a date; a strict Mondrian release of them in both shapes
+    (categories coded by value, so the typed bounds lo..hi name a run of categories in value order)."""
+    con.execute("""CREATE TABLE people AS SELECT range AS id, (range * 7) % 23 AS age,
+                   ['a', 'b', 'c', 'd'][range % 4 + 1] AS town, DATE '2020-01-01' + (range * 5 % 31)::INTEGER AS day
+                   FROM range(60)""")
+    for shape in ("text", "typed"):
+        con.execute(f"""CREATE TABLE rel_{shape} AS SELECT * FROM mondrian('people', ['age', 'town', 'day'], 4,
+                        output := '{shape}', categorical_order := 'value')""")
+    return con
+
+
+def test_typed_and_text_releases_give_the_same_audit(mixed):
+    qis = "['age', 'town', 'day']"
+    text = mixed.execute(f"SELECT * FROM linkage_classes('rel_text', 'people', {qis}, 'id')").fetchone()
+    typed = mixed.execute(f"SELECT * FROM linkage_classes('rel_typed', 'people', {qis}, 'id')").fetchone()
+    assert text == pytest.approx(typed) and text[2] == 1.0 and text[3] <= 1 / 4 + 1e-12
+    # without ids (the ids dropped from the release) every person counts as present: the same figures here
+    mixed.execute("CREATE TABLE rel_no_id AS SELECT * EXCLUDE (id) FROM rel_text")
+    assert mixed.execute(f"SELECT * FROM linkage_classes('rel_no_id', 'people', {qis}, NULL)").fetchone() == pytest.approx(text)
+    near_text = mixed.execute(f"SELECT * FROM linkage_nearest('rel_text', 'people', {qis}, 'id')").fetchone()
+    near_typed = mixed.execute(f"SELECT * FROM linkage_nearest('rel_typed', 'people', {qis}, 'id')").fetchone()
+    assert near_text == pytest.approx(near_typed)
+    # a person lies at distance 0 from exactly the rows whose labels cover them, so on a strict release the
+    # nearest-record linkage equals the class linkage: 1 / (rows of the own class)
+    sizes = mixed.execute("SELECT count(*) OVER (PARTITION BY age, town, day) FROM rel_text").fetchall()
+    assert near_text[1] == pytest.approx(np.mean([1 / n for (n,) in sizes])) == pytest.approx(text[3])
+
+
+def test_linkage_nearest_matches_categories_exactly(con):
+    """Numbers scaled by the release's range, categories 0 on an exact match and 1 otherwise: recomputed
+    with numpy over every (person, record) pair."""
+    rng = np.random.default_rng(7)
+    n = 80
+    release = pd.DataFrame({"id": range(n), "x": rng.integers(0, 50, n).astype(float),
+                            "c": rng.choice(["red", "green", "blue"], n)})
+    release["x"] += rng.normal(0, 3, n).round(1)  # a perturbed release of the people below
+    people = release.copy()
+    people["x"] = people["x"].round(0)
+    people = people.iloc[::2]
+    con.register("release_df", release)
+    con.register("people_df", people)
+    con.execute("CREATE TABLE rel AS SELECT * FROM release_df")
+    con.execute("CREATE TABLE known AS SELECT * FROM people_df")
+    span = release["x"].max() - release["x"].min()
+    places, shares = [], []
+    for _, person in people.iterrows():
+        dist = ((release["x"] - person["x"]) / span) ** 2 + (release["c"] != person["c"]).astype(float)
+        own = dist[release["id"] == person["id"]].iloc[0]
+        places.append(1 + (dist < own).sum())
+        shares.append(1 / (dist == own).sum() if (dist < own).sum() == 0 else 0.0)
+    row = con.execute("SELECT * FROM linkage_nearest('rel', 'known', ['x', 'c'], 'id')").fetchone()
+    assert row[0] == len(people)
+    assert row[1] == pytest.approx(np.mean(shares)) and row[2] == pytest.approx(np.mean(places))

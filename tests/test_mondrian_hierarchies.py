@@ -184,3 +184,36 @@ def test_inherited_split_rule_reproduces_the_public_k_checked_figure(con):
             widths = groups.apply(lambda values: hierarchy_width(hierarchy, list(values)))
         total += (widths * groups.size()).sum()
     assert round(100 * total / (len(ADULT_QIS) * len(source)), 2) == 28.83
+
+
+@pytest.mark.parametrize("table, words", [
+    ("SELECT * FROM h LIMIT 0", ["'hierarchies'", "'c'", "no rows"]),
+    ("SELECT leaf FROM h", ["'hierarchies'", "'path'"]),
+    ("SELECT leaf, array_to_string(path, ';') AS path FROM h", ["'hierarchies'", "path", "VARCHAR"]),
+])
+@pytest.mark.parametrize("call", [
+    "mondrian('t', ['x', 'c'], 1, hierarchies := {'c': 'bad'})",
+    "ncp('t', 't', ['x', 'c'], 'x', hierarchies := {'c': 'bad'})",
+    "linkage_classes('t', 't', ['c'], 'x', hierarchies := {'c': 'bad'})",
+])
+def test_empty_or_misshapen_hierarchy_tables_are_errors(con, table, words, call):
+    """An empty hierarchy table is an error naming `hierarchies` (it used to fall back to category sets)."""
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) v(x, c)")
+    con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('a', ['a', '*']), ('b', ['b', '*'])) v(leaf, path)")
+    con.execute(f"CREATE TABLE bad AS {table}")
+    fn = call.split("(")[0]
+    with pytest.raises(duckdb.Error) as err:
+        con.execute(f"SELECT * FROM {call}").fetchall()
+    assert f"{fn}(): argument 'hierarchies'" in str(err.value)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_hierarchy_files_missing_or_empty_are_errors(con, tmp_path):
+    (tmp_path / "empty.txt").write_text("\n")
+    (tmp_path / "h.txt").write_text("a;x;*\r\nb;x;*\n")
+    assert con.execute(f"SELECT * FROM hierarchy_from_text('{tmp_path / 'h.txt'}') ORDER BY leaf").fetchall() == [
+        ("a", ["a", "x", "*"]), ("b", ["b", "x", "*"])]
+    for path in (tmp_path / "missing.txt", tmp_path / "empty.txt"):
+        with pytest.raises(duckdb.Error, match=r"hierarchy_from_text\(\): argument 'file_path'"):
+            con.execute(f"SELECT * FROM hierarchy_from_text('{path}')").fetchall()

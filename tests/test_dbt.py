@@ -80,6 +80,13 @@ def failures_reported(output: str, test_prefix: str) -> int:
     return int(found.group(1))
 
 
+def add_k2_release(project: Path) -> None:
+    """A model patients_k2: the patients released with k = 2 (for tests that expect a gate to fail)."""
+    (project / "models" / "patients_k2.sql").write_text(
+        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2) }}\n",
+        encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """examples/dbt in a temporary directory after `dbt deps` and a successful `dbt build`."""
@@ -190,7 +197,7 @@ def test_older_functions_in_the_database_are_upgraded(built, tmp_path):
     con.execute("CREATE OR REPLACE MACRO duckdb_anon_version() AS '0.0.1'")
     con.close()
 
-    build = run_dbt(project, "build", "--select", "+patients_k10")
+    build = run_dbt(project, "build", "--select", "+patients_k10", "patients_known")  # linkage_below reads both
     assert build.returncode == 0, build.stdout[-5000:] + build.stderr
     log = (project / "logs" / "dbt.log").read_text(encoding="utf-8")
     assert f"replaced duckdb-anon version 0.0.1 in the database by {duckdb_anon.__version__}" in log
@@ -213,9 +220,7 @@ def test_broken_models_fail_the_generic_tests(built, tmp_path):
     (reversed): dbt build fails, names the failing tests, and reports as many failing classes as a GROUP BY
     finds."""
     project = copy_built(built[0], tmp_path / "broken")
-    (project / "models" / "patients_k2.sql").write_text(
-        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2) }}\n",
-        encoding="utf-8")
+    add_k2_release(project)
     (project / "models" / "patients_age_reversed.sql").write_text(
         "{{ config(materialized='table') }}\nSELECT patient_id, 100 - age AS age FROM {{ ref('patients') }}\n",
         encoding="utf-8")
@@ -301,9 +306,7 @@ def test_linkage_below_passes_on_the_release_and_fails_on_raw_data(built, tmp_pa
     assert known == 60 and 0 < rate <= 0.1
 
     broken = copy_built(project, tmp_path / "linkage")
-    (broken / "models" / "patients_k2.sql").write_text(
-        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2) }}\n",
-        encoding="utf-8")
+    add_k2_release(broken)
     (broken / "models" / "linkage.yml").write_text("""version: 2
 seeds:
   - name: patients

@@ -100,3 +100,21 @@ CREATE OR REPLACE MACRO anon_temporal_types() AS '^(DATE|TIMESTAMP.*)$';
 -- One row (ok := true) once `checks` hold: the first relation a macro binds, so its checks fail before any
 -- expression over a wrong argument (range's argument is folded to a constant when the query is bound).
 CREATE OR REPLACE MACRO anon_arguments(checks) AS TABLE SELECT true AS ok FROM range(anon_after(checks, 1));
+
+-- A type name's kind: numbers of any width are alike, and so are dates and timestamps.
+CREATE OR REPLACE MACRO anon_type_kind(t) AS
+    CASE WHEN regexp_matches(t, anon_number_types()) THEN 'number' WHEN regexp_matches(t, anon_temporal_types()) THEN 'time'
+         ELSE t END;
+
+-- One row (ok := true), or an error naming fn and arg when a column of `columns` has another kind of type
+-- in table_name than in like_table (a column either lacks is left to anon_require_columns).
+CREATE OR REPLACE MACRO anon_require_same_types(fn, arg, table_name, like_table, columns) AS TABLE
+SELECT anon_check(len(differ) > 0, fn, arg,
+                  '(table ' || anon_shown(table_name) || ') must have the column types of ' || anon_shown(like_table)
+                  || ': ' || array_to_string(differ, ', ')) AS ok
+FROM (SELECT list_transform(list_filter(anon_names(columns), lambda c: anon_type_kind(a.have[lower(c)]) <> anon_type_kind(b.have[lower(c)])),
+                            lambda c: '''' || c || ''' is ' || a.have[lower(c)] || ', not ' || b.have[lower(c)]) AS differ
+      FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+            FROM (DESCRIBE FROM query_table(table_name::VARCHAR))) a,
+           (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+            FROM (DESCRIBE FROM query_table(like_table::VARCHAR))) b);

@@ -85,16 +85,19 @@ args AS (  -- bound first: see anon_class_profile
                                        OR anon_name_ok('risk_measures', 'population_table', population_table, 'a table name or NULL'))
                                   AND anon_number_ok('risk_measures', 'threshold', threshold, lo := 0, hi := 1))),
 checks AS (
-    SELECT s.ok AND p.ok AS ok
+    SELECT s.ok AND p.ok AND pt.ok AS ok
     FROM anon_require_columns('risk_measures', 'qis', table_name, qis, table_arg := 'table_name') s,
-         anon_require_columns('risk_measures', 'population_table', coalesce(population_table, table_name), qis) p),
+         anon_require_columns('risk_measures', 'population_table', coalesce(population_table, table_name), qis) p,
+         -- generalized the same way: the same shape of labels (text or typed)
+         anon_require_same_types('risk_measures', 'population_table', coalesce(population_table, table_name), table_name, qis) pt),
 sample AS (SELECT __anon_class, count(*) AS f
            FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM args, anon_read(table_name, qis)) GROUP BY __anon_class),
 population AS (SELECT __anon_class, count(*) AS pop
                FROM (SELECT row(*COLUMNS(qis)) AS __anon_class FROM anon_read(coalesce(population_table, table_name), qis))
                WHERE population_table IS NOT NULL GROUP BY __anon_class),
-joined AS (SELECT s.f, greatest(coalesce(p.pop, s.f), s.f) AS big_f
-           FROM sample s LEFT JOIN population p ON p.__anon_class IS NOT DISTINCT FROM s.__anon_class)
+joined AS (  -- classes matched by their JSON text: tables of other QI types never meet (checks names them)
+    SELECT s.f, greatest(coalesce(p.pop, s.f), s.f) AS big_f
+    FROM sample s LEFT JOIN population p ON to_json(p.__anon_class)::VARCHAR = to_json(s.__anon_class)::VARCHAR)
 SELECT sum(f)::BIGINT AS records, count(*) AS classes,
        1.0 / min(f) AS prosecutor_max, count(*) / sum(f) AS prosecutor_avg,
        CASE WHEN population_table IS NOT NULL THEN 1.0 / min(big_f) END AS journalist_max,
@@ -102,7 +105,7 @@ SELECT sum(f)::BIGINT AS records, count(*) AS classes,
        CASE WHEN population_table IS NOT NULL THEN sum(f / big_f) / sum(f) ELSE count(*) / sum(f) END AS marketer,
        coalesce(sum(f) FILTER (WHERE 1.0 / f > threshold), 0)::BIGINT AS records_at_risk,
        count(*) FILTER (WHERE f = 1) AS sample_uniques
-FROM joined, checks
+FROM checks, joined
 WHERE checks.ok;
 
 -- Every row of a release with its class size and prosecutor risk (1 / class size), for per-record reports.

@@ -77,6 +77,7 @@ BAD_INPUTS = [
     ("SELECT * FROM risk_measures('rel', ['age', 'zip'], threshold := NULL)", "risk_measures", "threshold"),
     ("SELECT * FROM risk_measures('rel', ['age', 'zip'], population_table := 'ratings')", "risk_measures", "population_table"),
     ("SELECT * FROM risk_measures('rel', ['age', 'zip'], population_table := 1)", "risk_measures", "population_table"),
+    ("SELECT * FROM risk_measures('rel', ['age', 'zip'], population_table := 'rel_typed')", "risk_measures", "population_table"),
     ("SELECT * FROM risk_measures('rel', ['nope'])", "risk_measures", "nope"),
     ("SELECT * FROM record_risks('rel', ['nope'])", "record_risks", "nope"),
     ("SELECT * FROM record_risks('rel', 'age')", "record_risks", "qis"),

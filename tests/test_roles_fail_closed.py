@@ -111,3 +111,14 @@ def test_drift_through_a_view_from_a_plain_client(tmp_path):
     assert stale.startswith("refused") and "changed since they were applied" in stale
     undeclared = read("reapply")
     assert undeclared.startswith("refused") and "no declared role: pid" in undeclared
+
+
+def test_declarations_match_columns_in_any_case(con):
+    con.execute("CREATE TABLE p AS SELECT range AS id, range % 40 AS Age, range % 7 AS zip FROM range(300)")
+    con.execute("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('p', 'ID', 'identifier'), "
+                "('p', 'AGE', 'quasi_identifier'), ('p', 'Zip', 'quasi_identifier')")
+    con.execute("INSERT INTO anon_policies (table_name, k) VALUES ('p', 12)")
+    assert roles.apply_policies(con) == {}
+    release = con.execute("SELECT * FROM anonymized('p')").df()
+    assert list(release.columns) == ["Age", "zip"] and len(release) == 300  # the table's own spelling; id left out
+    assert release.groupby(["Age", "zip"]).size().min() >= 12

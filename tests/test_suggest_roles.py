@@ -88,3 +88,14 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
             assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT * FROM suggest_roles(NULL)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT * FROM suggest_roles(42)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT suggest_roles_sql(NULL)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT * FROM suggest_roles('nope')", ["nope"]),
+])
+def test_bad_input(con, sql, words):
+    from conftest import assert_error_names
+    assert_error_names(con, sql, words)

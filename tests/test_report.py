@@ -16,21 +16,6 @@ from independent import class_sizes, ncp_percent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 QI_ARG = ",".join(ADULT_QIS)
-BAR = "\u2595"  # the left edge of DuckDB's progress bar
-
-# The CLI in a child process whose connections draw DuckDB's progress bar for every query (it normally waits
-# 2 s, longer than anything on Adult takes), so a test can see whether --quiet switches it off.
-WITH_INSTANT_PROGRESS_BAR = """
-import sys
-import duckdb_anon, duckdb_anon.cli as cli
-def connect_with_instant_bar():
-    con = duckdb_anon.connect()
-    con.execute("SET progress_bar_time = 0")
-    return con
-cli.connect = connect_with_instant_bar
-sys.exit(cli.main(sys.argv[1:]))
-"""
-
 # The CLI in a child process where `import matplotlib` fails, as when the [report] extra is not installed.
 WITHOUT_MATPLOTLIB = """
 import sys
@@ -159,27 +144,6 @@ def test_a_table_of_a_database_file_with_unique_records(files, tmp_path):
     page = parse(target)
     assert len(page.images) == 2  # no NCP without the original
     assert "--original ORIGINAL --id ID_COLUMN" in "".join(page.text)
-
-
-@pytest.mark.parametrize("command", ["report", "mondrian"])
-def test_quiet_turns_the_progress_bar_off(files, tmp_path, command):
-    if command == "report":
-        args = ["report", files["release"], "--qi", QI_ARG, "-o", tmp_path / "r.html"]
-    else:
-        args = ["mondrian", files["original"], "--qi", QI_ARG, "-k", "10", "-o", tmp_path / "m.parquet"]
-    loud = run(*args, code=WITH_INSTANT_PROGRESS_BAR)
-    quiet = run(*args, "--quiet", code=WITH_INSTANT_PROGRESS_BAR)
-    assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr + quiet.stderr
-    # Each finished bar ends with "(... elapsed)". With the bar drawn instantly, a quiet run still shows one,
-    # drawn by the statement that switches it off; a run that ignored --quiet would show one per query.
-    assert loud.stdout.count("elapsed") >= 4 and BAR in loud.stdout
-    assert quiet.stdout.count("elapsed") <= 1 and BAR not in quiet.stderr
-    after_first_statement = quiet.stdout.split("elapsed)", 1)[-1]
-    assert BAR not in after_first_statement
-    if command == "report":  # quiet keeps the summary, with nothing else around it
-        lines = [line for line in after_first_statement.splitlines() if line.strip()]
-        assert lines[0].startswith("duckdb-anon report:") and lines[-1].startswith("wrote ")
-        assert all(line.startswith("  ") for line in lines[1:-1]) and "achieved k" in quiet.stdout
 
 
 def test_text_from_the_data_is_escaped(tmp_path):

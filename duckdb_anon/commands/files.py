@@ -41,21 +41,27 @@ def existing_file(argument: str, path_text: str) -> Path:
     return path
 
 
+def data_file(argument: str, path_text: str) -> Path:
+    """A CSV or Parquet file that exists."""
+    path = Path(path_text)
+    if path.suffix.lower() not in CSV_SUFFIXES + PARQUET_SUFFIXES:
+        raise BadArgument(argument, f"{path} must end in .csv or .parquet")
+    return existing_file(argument, path_text)
+
+
 def file_relation(con: duckdb.DuckDBPyConnection, argument: str, path_text: str, name: str,
                   csv: CsvOptions = CsvOptions()) -> str:
     """A temporary relation `name` over a CSV (parsed once, into a table) or Parquet file (a view)."""
-    path = existing_file(argument, path_text)
+    path = data_file(argument, path_text)
     suffix = path.suffix.lower()
     try:
         if suffix in CSV_SUFFIXES:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM read_csv(?, delim := ?, header := ?)",
                         [str(path), csv.delimiter or ("\t" if suffix == ".tsv" else ","), csv.header])
-        elif suffix in PARQUET_SUFFIXES:
+        else:
             con.execute(f"SET VARIABLE {name}_path = ?", [str(path)])
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet(getvariable('{name}_path'))")
             con.execute(f"SELECT * FROM {name} LIMIT 0").fetchall()  # a broken file fails here, naming the argument
-        else:
-            raise BadArgument(argument, f"{path} must end in .csv or .parquet")
     except duckdb.Error as exc:
         raise BadArgument(argument, f"cannot read {path}: {first_line(exc)}") from None
     return name
@@ -107,6 +113,11 @@ def column_list(argument: str, text: str | None) -> list[str]:
     if len(set(lowered)) != len(lowered):
         raise BadArgument(argument, "lists a column twice")
     return names
+
+
+def hierarchy_files(specs: list[str] | None, argument: str = "--hierarchy") -> list[Path]:
+    """The files named by `QI=FILE` specs, each checked to exist (the specs are loaded by load_hierarchies)."""
+    return [existing_file(argument, spec.partition("=")[2].strip()) for spec in specs or [] if "=" in spec]
 
 
 def load_hierarchies(con: duckdb.DuckDBPyConnection, specs: list[str] | None, qis: list[str],

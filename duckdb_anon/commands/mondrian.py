@@ -10,8 +10,8 @@ import duckdb
 
 from duckdb_anon import connect
 from duckdb_anon.commands.errors import BadArgument, argument_error
-from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of,
-                                        existing_file, file_relation, load_hierarchies, match_columns,
+from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of, data_file,
+                                        file_relation, hierarchy_files, load_hierarchies, match_columns,
                                         written_atomically)
 from duckdb_anon.commands.progress import Progress
 from duckdb_anon.datasets import ADULT_QIS, load_adult
@@ -69,16 +69,11 @@ def _csv_options(args: argparse.Namespace, input_path: Path, target: Path) -> Cs
     return CsvOptions(delimiter=delimiter, header=not args.no_header)
 
 
-def _hierarchy_paths(specs: list[str] | None) -> list[Path]:
-    """The files named by --hierarchy QI=FILE, for the checks made before any work (loaded later)."""
-    return [existing_file("--hierarchy", spec.partition("=")[2].strip()) for spec in specs or [] if "=" in spec]
-
-
 def mondrian(args: argparse.Namespace) -> int:
-    input_path = existing_file("INPUT", args.input)
+    input_path = data_file("INPUT", args.input)
     if args.k < 1:
         raise BadArgument("-k", f"must be at least 1, got {args.k}")
-    inputs = [("INPUT", input_path), *(("--hierarchy", p) for p in _hierarchy_paths(args.hierarchy))]
+    inputs = [("INPUT", input_path), *(("--hierarchy", p) for p in hierarchy_files(args.hierarchy))]
     target, kind = checked_output("-o", args.output, OUTPUT_KINDS, force=args.force, inputs=inputs)
     if args.output_shape == "typed" and kind != "parquet":
         raise BadArgument("--output-shape", "a typed release holds STRUCT(lo, hi, mean) columns, which CSV cannot "

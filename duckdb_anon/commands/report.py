@@ -12,8 +12,9 @@ from duckdb_anon import connect
 from duckdb_anon import report as anon_report
 from duckdb_anon.commands import gates as release_gates
 from duckdb_anon.commands.errors import EXIT_GATE_FAILED, BadArgument, argument_error
-from duckdb_anon.commands.files import (attach_database, checked_output, column_list, columns_of, existing_file,
-                                        file_relation, load_hierarchies, match_columns, written_atomically)
+from duckdb_anon.commands.files import (attach_database, checked_output, column_list, columns_of, data_file,
+                                        existing_file, file_relation, hierarchy_files, load_hierarchies, match_columns,
+                                        written_atomically)
 from duckdb_anon.commands.progress import Progress
 
 # the macros' arguments -> the options that set them
@@ -41,11 +42,10 @@ def _inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     if args.db is not None:
         files = [("--db", existing_file("--db", args.db))]
     else:
-        files = [("RELEASE", existing_file("RELEASE", args.release))]
-        files += [(option, existing_file(option, value)) for option, value in
+        files = [("RELEASE", data_file("RELEASE", args.release))]
+        files += [(option, data_file(option, value)) for option, value in
                   (("--original", args.original), ("--aux", args.aux)) if value is not None]
-    spec_files = [spec.partition("=")[2].strip() for spec in args.hierarchy or [] if "=" in spec]
-    return files + [("--hierarchy", existing_file("--hierarchy", f)) for f in spec_files]
+    return files + [("--hierarchy", path) for path in hierarchy_files(args.hierarchy)]
 
 
 def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_report.ReportRequest:

@@ -72,6 +72,9 @@ PLAIN_CLIENT_CALLS = {
     "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",
     "linkage_classes": "SELECT * FROM linkage_classes('p_k5', 'p', ['age', 'zip'], 'id')",
     "anonymized": "SELECT * FROM anonymized('p')",
+    "suggest_roles": "SELECT * FROM suggest_roles('p')",
+    "suggest_roles_sql": "SELECT suggest_roles_sql('p')",
+    "release_differencing": "SELECT * FROM release_differencing('p_k5', 'p_k5', ['age', 'zip'], 'id')",
     "anon_compile_policies": "SELECT anon_compile_policies()",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",
 }
@@ -102,7 +105,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
     duckdb_anon.declare_role(con, "p", "age", "quasi_identifier")
     duckdb_anon.declare_role(con, "p", "zip", "quasi_identifier")
-    duckdb_anon.set_policy(con, "p", 5)
+    duckdb_anon.set_policy(con, "p", 5, undeclared="drop")
     duckdb_anon.apply_policies(con)
     con.close()
     script = (

@@ -15,7 +15,7 @@ import sys
 import duckdb
 
 from duckdb_anon import __version__
-from duckdb_anon.commands import database, mondrian, report
+from duckdb_anon.commands import database, mondrian, report, roles
 from duckdb_anon.commands.errors import EXIT_BAD_ARGUMENT, EXIT_FAILED, BadArgument, first_line
 
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     mondrian.add_commands(sub)
     report.add_commands(sub)
+    roles.add_commands(sub)
     database.add_commands(sub)
     return parser
 

@@ -3,6 +3,8 @@ query with the functions installed, print the result as a table)."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -31,6 +33,12 @@ def open_database(argument: str, path_text: str, *, create: bool = False, hint: 
         raise BadArgument(argument, f"cannot open {path_text} as a DuckDB database: {first_line(exc)}") from None
 
 
+def print_table(relation: duckdb.DuckDBPyRelation, max_rows: int) -> None:
+    """DuckDB's own table rendering, as wide as the terminal; in full width when written to a file or a pipe."""
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100_000
+    relation.show(max_rows=max_rows, max_width=width)
+
+
 def install_into(args: argparse.Namespace) -> int:
     """Install or upgrade the functions in a database file and apply its declared roles and policies, so
     plain SQL users who INSERT declarations get an up-to-date anonymized()."""
@@ -57,7 +65,7 @@ def sql(args: argparse.Namespace) -> int:
             try:
                 result = con.sql(args.query)
                 if result is not None:
-                    result.show(max_rows=args.max_rows)
+                    print_table(result, args.max_rows)
             except NOT_THE_QUERY:
                 raise
             except duckdb.Error as exc:

@@ -177,11 +177,20 @@ def test_text_from_the_data_is_escaped(tmp_path):
     (["{release}", "--qi", "age", "--original", "{original}", "--id", "nope"], ["--id", "nope"]),
     (["{release}", "--qi", "age", "--original", "{original}"], ["--id", "--original"]),
     (["{release}", "--qi", "age,AGE"], ["--qi", "twice"]),
+    (["{release}", "--qi", "age", "--require-k", "0"], ["--require-k", "at least 1"]),
+    (["{release}", "--qi", "age", "--require-l", "2"], ["--require-l", "--sensitive"]),
+    (["{release}", "--qi", "age", "--max-prosecutor-risk", "1.5"], ["--max-prosecutor-risk", "[0, 1]"]),
+    (["{release}", "--qi", "age", "--max-linkage", "0.1"], ["--max-linkage", "--aux"]),
+    (["{release}", "--qi", "age", "--aux", "{original}"], ["--id", "--aux"]),
+    (["{release}", "--qi", "age", "--aux", "{original}", "--id", "nope"], ["--id", "nope"]),
+    (["{release}", "--qi", "age", "--aux", "{folder}/missing.parquet", "--id", "rid"], ["--aux", "does not exist"]),
+    (["{release}", "--qi", "age", "--hierarchy", "sex={folder}/missing.txt"], ["--hierarchy", "missing.txt"]),
+    (["{release}", "--qi", "age", "-o", "{folder}/report.parquet"], ["-o", ".html"]),
 ])
 def test_bad_input_exits_2_naming_the_argument(files, tmp_path, args, names):
     fill = {"release": files["release"], "original": files["original"], "db": files["db"], "folder": tmp_path}
     target = tmp_path / "bad.html"
-    out = run("report", *[a.format(**fill) for a in args], "-o", target)
+    out = run("report", *[a.format(**fill) for a in args], *([] if "-o" in args else ["-o", target]))
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(name in out.stderr for name in names), out.stderr
     assert "Traceback" not in out.stderr and not target.exists()
@@ -192,3 +201,61 @@ def test_without_matplotlib_report_says_how_to_install_it(files, tmp_path):
     out = run("report", files["release"], "--qi", "age", "-o", target, code=WITHOUT_MATPLOTLIB)
     assert out.returncode == 1 and "duckdb-anon[report]" in out.stderr and "matplotlib" in out.stderr
     assert "Traceback" not in out.stderr and not target.exists()
+
+
+def gate_lines(stdout: str) -> dict[str, str]:
+    """The printed gates: '  --gate LIMIT  passed|FAILED: measure = value'."""
+    return dict(re.findall(r"^  (--\S+ \S+)  +(\S.*)$", stdout, flags=re.M))
+
+
+def test_gates_that_hold_exit_0(files, tmp_path):
+    aux = tmp_path / "known people.parquet"  # a tenth of the people, with their exact values and id
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE rid % 10 = 0) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    target = tmp_path / "gated.html"
+    out = run("report", files["release"], "--qi", QI_ARG, "--sensitive", "class", "--aux", aux, "--id", "rid",
+              "--require-k", "10", "--require-l", "1", "--max-prosecutor-risk", "0.1", "--max-linkage", "0.1",
+              "-o", target, "--quiet")
+    assert out.returncode == 0, out.stderr
+    gates = gate_lines(out.stdout)
+    assert set(gates) == {"--require-k 10", "--require-l 1", "--max-prosecutor-risk 0.1", "--max-linkage 0.1"}
+    assert all(v.startswith("passed: ") for v in gates.values()) and out.stderr == ""
+    assert "Release gates" in "".join(parse(target).text)
+
+
+def test_failing_gates_exit_3_name_each_with_its_value_and_still_write_the_report(files, tmp_path):
+    aux = tmp_path / "aux.parquet"
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE rid % 7 = 0) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    release = pd.read_parquet(files["release"])
+    sizes = class_sizes(release, ADULT_QIS)
+    key = release[ADULT_QIS].apply(lambda r: "\x1f".join(map(str, r)), axis=1)
+    size_of = key.map(sizes)
+    known = release["rid"] % 7 == 0
+    # strict Mondrian's classes are disjoint boxes, so a known person is consistent with their own class only
+    linkage = (1 / size_of[known]).mean()
+    distinct_l = release.groupby(ADULT_QIS)["class"].nunique().min()
+    target = tmp_path / "failed.html"
+    out = run("report", files["release"], "--qi", QI_ARG, "--sensitive", "class", "--aux", aux, "--id", "rid",
+              "--require-k", str(sizes.min() + 1), "--require-l", "2", "--max-prosecutor-risk", "0.05",
+              "--max-linkage", f"{linkage * 0.9:.6f}", "-o", target, "--quiet")
+    assert out.returncode == 3, out.stderr
+    gates = gate_lines(out.stdout)
+    assert gates[f"--require-k {sizes.min() + 1}"] == f"FAILED: achieved k = {sizes.min()}"
+    assert gates["--require-l 2"] == f"FAILED: distinct l = {distinct_l}" and distinct_l == 1
+    assert number(gates["--max-prosecutor-risk 0.05"].split("= ")[1]) == pytest.approx(1 / sizes.min())
+    measured = gates[next(g for g in gates if g.startswith("--max-linkage"))]
+    assert measured.startswith("FAILED: linkage reidentified = ")
+    assert float(measured.split("= ")[1]) == pytest.approx(linkage, rel=1e-5)
+    assert "fails 4 of 4 gate(s)" in out.stderr and "--require-k" in out.stderr and "achieved k = " in out.stderr
+    assert target.is_file() and "FAILED" in "".join(parse(target).text)
+    assert number(summary_values(out.stdout)["linkage"].removeprefix("reidentified ")) == pytest.approx(linkage, abs=1e-4)
+
+
+def test_an_existing_report_is_kept_unless_force(files, tmp_path):
+    target = tmp_path / "r.html"
+    target.write_text("keep me")
+    out = run("report", files["release"], "--qi", "age", "-o", target, "--quiet")
+    assert out.returncode == 2 and "--force" in out.stderr and target.read_text() == "keep me"
+    out = run("report", files["release"], "--qi", "age", "-o", target, "--quiet", "--force")
+    assert out.returncode == 0 and parse(target).images and [p.name for p in tmp_path.iterdir()] == ["r.html"]

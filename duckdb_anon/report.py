@@ -21,7 +21,7 @@ import duckdb
 
 from duckdb_anon.commands.errors import BadArgument, MissingExtra
 
-INSTALL_HINT = "pip install 'duckdb-anon[report]'"
+INSTALL_HINT = "pip install 'duckdb-anon[report]' (from a checkout: pip install '.[report]')"
 
 
 @dataclass(frozen=True)

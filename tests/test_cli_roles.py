@@ -141,3 +141,12 @@ def test_publish_bad_input_exits_2_and_leaves_nothing(clinic, args, names, key):
     assert plain.execute("SELECT count(*) FROM anon_releases").fetchone()[0] == 0
     assert plain.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'r1'").fetchone()[0] == 0
     assert not (clinic.parent / "missing.duckdb").exists()
+
+
+def test_a_file_named_like_a_keyword_gives_its_name_to_the_declarations(tmp_path):
+    source = tmp_path / "Order.parquet"
+    duckdb.connect().execute(f"COPY ({PATIENTS_SQL}) TO '{source}'")
+    out = run("suggest-roles", source, "--sql", tmp_path / "order.sql", "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert roles_printed(out.stdout) == ROLES
+    assert "VALUES ('order', 'age', 'quasi_identifier')" in (tmp_path / "order.sql").read_text()

@@ -51,17 +51,18 @@ def data_file(argument: str, path_text: str) -> Path:
 
 def file_relation(con: duckdb.DuckDBPyConnection, argument: str, path_text: str, name: str,
                   csv: CsvOptions = CsvOptions()) -> str:
-    """A temporary relation `name` over a CSV (parsed once, into a table) or Parquet file (a view)."""
+    """A temporary relation `name` (a plain name: letters, digits, _) over a CSV (parsed once, into a table)
+    or Parquet file (a view). Returns `name`."""
     path = data_file(argument, path_text)
     suffix = path.suffix.lower()
     try:
         if suffix in CSV_SUFFIXES:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM read_csv(?, delim := ?, header := ?)",
+            con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM read_csv(?, delim := ?, header := ?)',
                         [str(path), csv.delimiter or ("\t" if suffix == ".tsv" else ","), csv.header])
         else:
             con.execute(f"SET VARIABLE {name}_path = ?", [str(path)])
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet(getvariable('{name}_path'))")
-            con.execute(f"SELECT * FROM {name} LIMIT 0").fetchall()  # a broken file fails here, naming the argument
+            con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS SELECT * FROM read_parquet(getvariable(\'{name}_path\'))')
+            con.execute(f'SELECT * FROM "{name}" LIMIT 0').fetchall()  # a broken file fails here, naming the argument
     except duckdb.Error as exc:
         raise BadArgument(argument, f"cannot read {path}: {first_line(exc)}") from None
     return name

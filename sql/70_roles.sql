@@ -124,7 +124,11 @@ CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
 -- sensitive and insensitive columns, pseudonymized identifiers. Other identifiers are left out.
 CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
-    WITH roles AS (SELECT * FROM anon_roles WHERE table_name = tn),
+    WITH roles AS (  -- names in the table's own spelling (declarations match columns case-insensitively)
+        SELECT r.* REPLACE (coalesce(c.column_name, r.column_name) AS column_name)
+        FROM anon_roles r LEFT JOIN (SELECT DISTINCT column_name FROM anon_catalog_columns WHERE table_key = lower(tn)) c
+             ON lower(c.column_name) = lower(r.column_name)
+        WHERE r.table_name = tn),
     policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
     table_columns AS (  -- the table's columns with their declarations, if any
         SELECT c.column_name, min(c.column_index) AS place, any_value(r.role) AS role, any_value(r.pseudonymize) AS pseudonymize

@@ -29,7 +29,7 @@ CREATE OR REPLACE MACRO anon_value_kind(email_share, phone_share, ssn_share) AS
 -- no other row has, i.e. rows the column alone singles out), name_hint, value_hint ('email', 'phone',
 -- 'ssn', 'date'), qi_unique_share (on quasi-identifier rows: the share of rows that all suggested
 -- quasi-identifiers together single out). NULL counts as a value.
-CREATE OR REPLACE MACRO suggest_roles(table_name) AS TABLE
+CREATE OR REPLACE MACRO anon_suggest_roles(table_name) AS TABLE
 WITH
 bound AS (  -- one row of the table's binding, no data: (SELECT 1) keeps a row when the table is empty
     SELECT * EXCLUDE (__anon_one) FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(table_name) LIMIT 0) ON true),
@@ -79,6 +79,12 @@ SELECT column_name, column_type, pick.role AS suggested_role,
        coalesce(value_kind, CASE WHEN dates THEN 'date' END) AS value_hint,
        CASE WHEN pick.role = 'quasi_identifier' THEN (SELECT share FROM qi_unique) END AS qi_unique_share
 FROM suggested ORDER BY position;
+
+CREATE OR REPLACE MACRO suggest_roles(table_name) AS TABLE
+SELECT * FROM query('SELECT * FROM anon_suggest_roles('
+    || CASE WHEN table_name IS NULL OR typeof(table_name) <> 'VARCHAR'
+            THEN error('suggest_roles(): argument ''table_name'' must name a table or view, got ' || coalesce(table_name::VARCHAR, 'NULL'))
+            ELSE anon_sql_literal(table_name) END || ')');
 
 -- The suggestions as SQL for the user to review and run: one INSERT into anon_column_roles per column (the
 -- reason as a comment), then a policy line with k = 10 to adjust.

@@ -48,22 +48,36 @@ FROM both_releases;
 -- One row: what intersecting two releases of overlapping data reveals. people_in_both; k (the given k, or
 -- the smaller achieved k of the two releases); smallest_effective_class; people_below_k and share_below_k
 -- (effective class smaller than k); people_singled_out (effective class of one).
-CREATE OR REPLACE MACRO release_differencing(release_a, release_b, qis, id_column, k := NULL) AS TABLE
+CREATE OR REPLACE MACRO anon_release_differencing(release_a, release_b, qis, id_column, k) AS TABLE
 WITH
-args AS (
-    SELECT anon_check(qis IS NULL OR len(qis) = 0, 'release_differencing', 'qis', 'must name at least one column')
-       AND anon_check(id_column IS NULL, 'release_differencing', 'id_column', 'must name a column')
-       AND anon_check(k IS NOT NULL AND NOT (try_cast(k AS BIGINT) >= 1 AND try_cast(k AS BIGINT) = try_cast(k AS DOUBLE)),
-                      'release_differencing', 'k', 'must be an integer of at least 1, got ' || coalesce(k::VARCHAR, 'NULL')) AS ok),
 achieved AS (
     SELECT least((SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM query_table(release_a)) GROUP BY c)),
                  (SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM query_table(release_b)) GROUP BY c))) AS smallest),
-people AS (SELECT * FROM anon_differencing_people(release_a, release_b, qis, id_column), args WHERE args.ok)
-SELECT count(*) AS people_in_both,
-       coalesce(try_cast(k AS BIGINT), (SELECT smallest FROM achieved)) AS k,
+people AS (SELECT p.*, coalesce(k, a.smallest) AS k_used
+           FROM anon_differencing_people(release_a, release_b, qis, id_column) p, achieved a)
+SELECT count(*) AS people_in_both, coalesce(k, (SELECT smallest FROM achieved)) AS k,
        min(effective_class) AS smallest_effective_class,
-       count(*) FILTER (WHERE effective_class < coalesce(try_cast(k AS BIGINT), (SELECT smallest FROM achieved))) AS people_below_k,
-       coalesce(count(*) FILTER (WHERE effective_class < coalesce(try_cast(k AS BIGINT), (SELECT smallest FROM achieved))) / nullif(count(*), 0), 0)
-           AS share_below_k,
+       count(*) FILTER (WHERE effective_class < k_used) AS people_below_k,
+       coalesce(count(*) FILTER (WHERE effective_class < k_used) / nullif(count(*), 0), 0) AS share_below_k,
        count(*) FILTER (WHERE effective_class = 1) AS people_singled_out
 FROM people;
+
+-- The checked call: arguments checked when the query is bound, then passed on as escaped literals only.
+CREATE OR REPLACE MACRO release_differencing(release_a, release_b, qis, id_column, k := NULL) AS TABLE
+SELECT * FROM query('SELECT * FROM anon_release_differencing('
+    || CASE WHEN release_a IS NULL THEN error('release_differencing(): argument ''release_a'' must name a table')
+            ELSE anon_sql_literal(release_a) END || ', '
+    || CASE WHEN release_b IS NULL THEN error('release_differencing(): argument ''release_b'' must name a table')
+            ELSE anon_sql_literal(release_b) END || ', '
+    || CASE WHEN NOT typeof(qis) LIKE '%[]' OR len(qis) = 0 OR try_cast(qis AS VARCHAR[]) IS NULL
+                 OR list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL), true)
+                 THEN error('release_differencing(): argument ''qis'' must be a non-empty list of column names')
+            ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
+    || CASE WHEN id_column IS NULL OR typeof(id_column) <> 'VARCHAR'
+                 THEN error('release_differencing(): argument ''id_column'' must name a column of both releases')
+            ELSE anon_sql_literal(id_column) END || ', '
+    || CASE WHEN k IS NULL THEN 'NULL'
+            WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') OR try_cast(k AS BIGINT) < 1
+                 THEN error('release_differencing(): argument ''k'' must be an integer of at least 1, got ' || k::VARCHAR)
+            ELSE try_cast(k AS BIGINT)::VARCHAR END
+    || ')');

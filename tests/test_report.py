@@ -259,3 +259,15 @@ def test_an_existing_report_is_kept_unless_force(files, tmp_path):
     assert out.returncode == 2 and "--force" in out.stderr and target.read_text() == "keep me"
     out = run("report", files["release"], "--qi", "age", "-o", target, "--quiet", "--force")
     assert out.returncode == 0 and parse(target).images and [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def test_a_gate_that_cannot_be_measured_fails(files, tmp_path):
+    """No people in the aux file: the linkage share is not measurable, and the gate fails closed."""
+    aux = tmp_path / "nobody.parquet"
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE false) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    out = run("report", files["release"], "--qi", "age,sex", "--aux", aux, "--id", "rid", "--max-linkage", "1",
+              "-o", tmp_path / "r.html", "--quiet")
+    assert out.returncode == 3, out.stderr
+    assert gate_lines(out.stdout) == {"--max-linkage 1": "FAILED: not measurable"}
+    assert (tmp_path / "r.html").is_file()

@@ -1,7 +1,9 @@
 """What a subcommand raises, and the exit code ``duckdb_anon.cli.main`` turns it into."""
 from __future__ import annotations
 
-import duckdb
+import re
+
+ARGUMENT_ERROR = re.compile(r"(\w+)\(\): argument '([^']+)'")
 
 EXIT_FAILED = 1  # the work itself failed (or an optional dependency is missing)
 EXIT_BAD_ARGUMENT = 2  # the user's input, as argparse does for its own checks
@@ -29,12 +31,12 @@ def first_line(exc: BaseException) -> str:
     return text
 
 
-def argument_error(exc: duckdb.Error, fn: str, options: dict[str, str]) -> BadArgument | None:
-    """A macro's error that names one of its arguments (``fn(): argument 'x' ...``), as a BadArgument naming
-    the command-line option that set x; None for any other error. `options` maps argument -> option."""
+def argument_error(exc: Exception, options: dict[str, str]) -> BadArgument | None:
+    """A macro's error that names one of its arguments (``fn(): argument 'x' ...``, the project's form), as a
+    BadArgument naming the command-line option that set x; None for any other error. `options` maps
+    argument -> option (an argument not in it is named as it is)."""
     text = first_line(exc)
-    marker = f"{fn}(): argument '"
-    if marker not in text:
+    found = ARGUMENT_ERROR.search(text)
+    if found is None:
         return None
-    name = text.split(marker, 1)[1].split("'", 1)[0]
-    return BadArgument(options.get(name, name), text[text.index(marker):])
+    return BadArgument(options.get(found.group(2), found.group(2)), text[found.start():])

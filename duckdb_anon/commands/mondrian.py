@@ -101,7 +101,7 @@ def mondrian(args: argparse.Namespace) -> int:
                     else:
                         released.write_csv(str(temporary), sep=csv.delimiter or ",", header=csv.header)
             except duckdb.Error as exc:
-                raise argument_error(exc, "mondrian", OPTIONS) or exc from None
+                raise argument_error(exc, OPTIONS) or exc from None
         if not args.quiet:
             print(f"wrote {target} ({args.mode} Mondrian, k = {args.k}) in {time.perf_counter() - started:.2f} s")
         return 0

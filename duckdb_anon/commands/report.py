@@ -90,7 +90,7 @@ def report(args: argparse.Namespace) -> int:
             try:
                 measures = anon_report.gather(con, request)
             except duckdb.Error as exc:
-                raise argument_error(exc, "linkage_classes", OPTIONS) or argument_error(exc, "ncp", OPTIONS) or exc
+                raise argument_error(exc, OPTIONS) or exc
             gates = release_gates.evaluate(args, measures)
             progress.step(f"writing {target}")
             with written_atomically(target, "-o", force=args.force) as temporary:

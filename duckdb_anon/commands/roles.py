@@ -57,7 +57,7 @@ def suggest_roles(args: argparse.Namespace) -> int:
                 print_table(con.sql("SELECT * FROM suggest_roles(?)", params=[table]), max_rows=10_000)
                 declarations = con.execute("SELECT suggest_roles_sql(?)", [table]).fetchall()[0][0]
             except duckdb.Error as exc:
-                raise argument_error(exc, "suggest_roles", {"table_name": "SOURCE"}) or exc from None
+                raise argument_error(exc, {"table_name": "SOURCE"}) or exc from None
             if target is not None:
                 with written_atomically(target, "--sql", force=args.force) as temporary:
                     temporary.write_text(declarations, encoding="utf-8")
@@ -94,7 +94,7 @@ def publish(args: argparse.Namespace) -> int:
                 row = publish_release(con, args.table, args.name, replace=args.replace)
             except (DeclarationError, duckdb.Error) as exc:
                 options = {"table": "TABLE", "name": "NAME", "table_name": "TABLE"}
-                bad = argument_error(exc, "publish_release", options) or argument_error(exc, "anonymized", options)
+                bad = argument_error(exc, options)
                 if bad is None and isinstance(exc, DeclarationError):
                     bad = BadArgument("TABLE", first_line(exc))
                 if bad is not None and "replace=True" in str(bad):

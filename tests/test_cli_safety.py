@@ -1,7 +1,6 @@
 """Nothing lost, nothing silent: the CLI never overwrites its input or an existing file without --force,
 writes through a temporary file renamed into place (a failed or interrupted run leaves nothing), and every
 bad argument exits 2 with a message naming it, never a traceback."""
-import os
 import signal
 import subprocess
 import sys

@@ -36,12 +36,18 @@ def blocks(page: Path) -> list[tuple[int, str, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
 
 
+def commands(code: str) -> list[str]:
+    """The shell lines of a block, continuation lines joined, comments and blank lines left out."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
 def runnable(language: str, code: str) -> bool:
     if code.lstrip().startswith(OPT_OUT):
         return False
     if language == "sh":
-        lines = [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-        return bool(lines) and all(line.lstrip().startswith("duckdb-anon ") for line in lines)
+        lines = commands(code)
+        return bool(lines) and all(line.startswith("duckdb-anon ") for line in lines)
     return language in ("sql", "python")
 
 
@@ -60,9 +66,7 @@ def example_data(folder: Path):
 
 
 def run_shell(code: str, folder: Path) -> None:
-    for line in code.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+    for line in commands(code):
         words = shlex.split(line, comments=True)
         out = subprocess.run([sys.executable, "-m", "duckdb_anon.cli", *words[1:]], cwd=folder, capture_output=True,
                              text=True, timeout=600)

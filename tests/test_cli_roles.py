@@ -150,3 +150,15 @@ def test_a_file_named_like_a_keyword_gives_its_name_to_the_declarations(tmp_path
     assert out.returncode == 0, out.stderr
     assert roles_printed(out.stdout) == ROLES
     assert "VALUES ('order', 'age', 'quasi_identifier')" in (tmp_path / "order.sql").read_text()
+
+
+def test_new_key_prints_a_256_bit_key_that_the_key_rule_accepts():
+    import subprocess
+    import sys
+    import duckdb_anon
+    keys = [subprocess.run([sys.executable, "-m", "duckdb_anon.cli", "new-key"], capture_output=True, text=True,
+                           timeout=120).stdout.strip() for _ in range(2)]
+    assert keys[0] != keys[1] and all(len(k) == 64 and int(k, 16) >= 0 for k in keys)
+    con = duckdb_anon.connect()
+    assert con.execute("SELECT anon_key_problem(?)", [keys[0]]).fetchall() == [(None,)]
+    con.close()

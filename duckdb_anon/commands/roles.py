@@ -1,5 +1,6 @@
-"""`duckdb-anon suggest-roles` (the SQL macros suggest_roles / suggest_roles_sql on a file or a table) and
-`duckdb-anon publish` (duckdb_anon.publish_release: freeze the declared policy's release into a table)."""
+"""`duckdb-anon suggest-roles` (the SQL macros suggest_roles / suggest_roles_sql on a file or a table),
+`duckdb-anon publish` (duckdb_anon.publish_release: freeze the declared policy's release into a table) and
+`duckdb-anon new-key` (a fresh pseudonym key)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from duckdb_anon import connect, publish_release, set_pseudonym_key
+from duckdb_anon import connect, new_pseudonym_key, publish_release, set_pseudonym_key
 from duckdb_anon.commands.errors import BadArgument, argument_error, first_line
 from duckdb_anon.commands.database import open_database, print_table
 from duckdb_anon.commands.files import (attach_database, checked_output, columns_of, data_file, existing_file,
@@ -109,7 +110,18 @@ def publish(args: argparse.Namespace) -> int:
         con.close()
 
 
+def new_key(args: argparse.Namespace) -> int:
+    """Print a 256-bit pseudonym key: for SET VARIABLE duckdb_anon_key_<name> or DUCKDB_ANON_KEY_<NAME>."""
+    print(new_pseudonym_key())
+    return 0
+
+
 def add_commands(sub) -> None:
+    p = sub.add_parser("new-key", help="print a new 256-bit pseudonym key (64 hexadecimal digits)",
+                       description="Print a new pseudonym key from the operating system's secure generator. Keep it "
+                                   "secret, out of the database file; whoever holds it can reverse the pseudonyms.")
+    p.set_defaults(func=new_key)
+
     p = sub.add_parser("suggest-roles", help="suggest a role for every column of a file or table",
                        description="Print suggest_roles(): a suggested role per column with the evidence; with "
                                    "--sql, write the suggestions as SQL declarations to review.")

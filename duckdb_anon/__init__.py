@@ -6,11 +6,14 @@ shipped Adult data). Once installed into a database file, the macros work from a
 opens the file, with or without this package.
 """
 from duckdb_anon._install import connect, install, installed_version, sql_files
-from duckdb_anon.datasets import load_adult, load_adult_hierarchies
+from duckdb_anon.datasets import load_adult, load_adult_hierarchies, load_patients
 from duckdb_anon.pattern import preserve_patterns
-from duckdb_anon.roles import apply_policies, create_anonymized_view, declare_role, set_policy, set_pseudonym_key
+from duckdb_anon.releases import publish_mondrian, publish_release
+from duckdb_anon.roles import (apply_policies, create_anonymized_view, declare_role, new_pseudonym_key, set_policy,
+                               set_pseudonym_key)
 
 __version__ = "0.1.0"
 
 __all__ = ["apply_policies", "connect", "create_anonymized_view", "declare_role", "install", "installed_version", "load_adult",
-           "load_adult_hierarchies", "preserve_patterns", "set_policy", "set_pseudonym_key", "sql_files", "__version__"]
+           "load_adult_hierarchies", "load_patients", "new_pseudonym_key", "preserve_patterns", "publish_mondrian", "publish_release",
+           "set_policy", "set_pseudonym_key", "sql_files", "__version__"]

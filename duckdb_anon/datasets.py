@@ -50,3 +50,33 @@ def load_adult_hierarchies(con: duckdb.DuckDBPyConnection, prefix: str = "h_") -
         con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM hierarchy_from_text(?)", [str(hierarchy_path(qi))])
         tables[qi] = name
     return tables
+
+
+def load_patients(con: duckdb.DuckDBPyConnection, name: str = "patients", rows: int = 2000, seed: int = 1) -> str:
+    """Create (or replace) table `name`: `rows` synthetic patients, the same for the same `seed`, for
+    examples and the documentation. Nobody in it is real. Columns: patient_id, name, birth_date, age, zip,
+    sex, diagnosis, visits. Ages skew to the middle, a few ZIP codes hold most patients, and the diagnosis
+    depends a little on age."""
+    quoted = '"' + name.replace('"', '""') + '"'
+    con.execute(f"""CREATE OR REPLACE TABLE {quoted} AS
+        WITH draws AS (
+            SELECT range + 1 AS n, hash(range, $seed, 1) % 1000000 / 1000000.0 AS u1,
+                   hash(range, $seed, 2) % 1000000 / 1000000.0 AS u2, hash(range, $seed, 3) AS h
+            FROM range($rows)),
+        shaped AS (
+            SELECT n, h, least(95, greatest(18, round(48 + 17 * sqrt(-2 * ln(greatest(u1, 1e-9))) * cos(2 * pi() * u2))))::INTEGER AS age
+            FROM draws)
+        SELECT 'P' || lpad(n::VARCHAR, 5, '0') AS patient_id,
+               ['Ada', 'Ben', 'Chen', 'Dana', 'Eli', 'Fay', 'Gus', 'Hana'][(h % 8)::INTEGER + 1] || ' '
+                   || ['Smith', 'Okafor', 'Garcia', 'Kim', 'Novak', 'Rossi'][(h // 8 % 6)::INTEGER + 1] AS name,
+               (DATE '2026-01-01' - INTERVAL (age * 365 + h // 48 % 365) DAY)::DATE AS birth_date, age,
+               ['02138', '02139', '02140', '02141', '02142', '02143', '01002', '01003'][
+                   CASE WHEN h // 17520 % 100 < 30 THEN 1 WHEN h // 17520 % 100 < 55 THEN 2 WHEN h // 17520 % 100 < 70 THEN 3
+                        WHEN h // 17520 % 100 < 80 THEN 4 WHEN h // 17520 % 100 < 88 THEN 5 WHEN h // 17520 % 100 < 94 THEN 6
+                        WHEN h // 17520 % 100 < 98 THEN 7 ELSE 8 END] AS zip,
+               ['F', 'M'][(h // 1752000 % 2)::INTEGER + 1] AS sex,
+               CASE WHEN age > 60 AND h // 3504000 % 3 = 0 THEN 'hypertension'
+                    ELSE ['asthma', 'diabetes', 'flu', 'hypertension', 'migraine', 'none'][(h // 3504000 % 6)::INTEGER + 1] END AS diagnosis,
+               (h // 21024000 % 12)::INTEGER AS visits
+        FROM shaped ORDER BY n""", {"seed": seed, "rows": rows})
+    return name

@@ -19,19 +19,9 @@ from pathlib import Path
 
 import duckdb
 
-INSTALL_HINT = "pip install 'duckdb-anon[report]'"
+from duckdb_anon.commands.errors import BadArgument, MissingExtra
 
-
-class BadArgument(ValueError):
-    """Input the user got wrong. The CLI prints it, naming `argument`, and exits with code 2."""
-
-    def __init__(self, argument: str, message: str):
-        super().__init__(f"{argument}: {message}")
-        self.argument = argument
-
-
-class MissingExtra(RuntimeError):
-    """matplotlib, the optional `report` extra, is not installed."""
+INSTALL_HINT = "pip install 'duckdb-anon[report]' (from a checkout: pip install '.[report]')"
 
 
 @dataclass(frozen=True)
@@ -45,6 +35,9 @@ class ReportRequest:
     original_label: str = ""
     database: str | None = None  # the --db file the names resolve in, for error messages
     threshold: float = 0.2  # records whose prosecutor risk exceeds this count as "at risk"
+    aux: str | None = None  # with id_column: people an adversary knows, for the linkage audit
+    aux_label: str = ""
+    hierarchies: dict[str, str] | None = None  # QI -> hierarchy table, for NCP and the linkage audit
 
 
 @dataclass
@@ -57,6 +50,7 @@ class Measures:
     smallest_rows: list[tuple] = field(default_factory=list)
     privacy: dict | None = None  # privacy_measures() with the sensitive column
     ncp: dict | None = None  # ncp(): ncp_percent, per_qi, matched_rows
+    linkage: dict | None = None  # linkage_classes(): people, reidentified, own_class_found, ...
 
 
 def require_matplotlib() -> None:
@@ -65,47 +59,6 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise MissingExtra(f"needs matplotlib to draw its plots; install it with: {INSTALL_HINT}") from None
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str, argument: str, label: str, database: str | None) -> list[str]:
-    try:
-        described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table]).fetchall()
-    except duckdb.CatalogException:
-        where = f" in {database}" if database else ""
-        raise BadArgument(argument, f"no table or view named {label!r}{where}") from None
-    except duckdb.Error as exc:
-        raise BadArgument(argument, f"cannot read {label!r}: {str(exc).splitlines()[0]}") from None
-    return [row[0] for row in described]
-
-
-def _require(columns: list[str], wanted: list[str], argument: str, where: str) -> None:
-    """DuckDB matches column names case-insensitively, and so do we."""
-    known = {c.lower() for c in columns}
-    missing = [w for w in wanted if w.lower() not in known]
-    if missing:
-        raise BadArgument(argument, f"no column {', '.join(map(repr, missing))} in {where} "
-                                    f"(its columns: {', '.join(columns)})")
-
-
-def check_inputs(con: duckdb.DuckDBPyConnection, request: ReportRequest) -> None:
-    """Every name the user gave exists, before any measure runs: errors name the argument at fault."""
-    if not request.qis:
-        raise BadArgument("--qi", "give at least one quasi-identifier column")
-    lowered = [q.lower() for q in request.qis]
-    if len(set(lowered)) != len(lowered):
-        raise BadArgument("--qi", "lists a column twice")
-    if not 0 < request.threshold <= 1:
-        raise BadArgument("--threshold", f"must be in (0, 1], got {request.threshold}")
-    release_columns = _columns(con, request.release, "RELEASE", request.label, request.database)
-    _require(release_columns, request.qis, "--qi", f"RELEASE {request.label}")
-    if request.sensitive is not None:
-        _require(release_columns, [request.sensitive], "--sensitive", f"RELEASE {request.label}")
-    if request.original is not None:
-        _require(release_columns, [request.id_column], "--id", f"RELEASE {request.label}")
-        original_columns = _columns(con, request.original, "--original", request.original_label,
-                                    request.database)
-        _require(original_columns, [request.id_column], "--id", f"--original {request.original_label}")
-        _require(original_columns, request.qis, "--qi", f"--original {request.original_label}")
 
 
 def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict:
@@ -137,7 +90,11 @@ def gather(con: duckdb.DuckDBPyConnection, request: ReportRequest, smallest: int
         measures.privacy = _one_row(con, "SELECT * FROM privacy_measures(?, ?, sensitive := ?)",
                                     [table, qis, request.sensitive])
     if request.original is not None:
-        measures.ncp = _one_row(con, "SELECT * FROM ncp(?, ?, ?, ?)", [table, request.original, qis, request.id_column])
+        measures.ncp = _one_row(con, "SELECT * FROM ncp(?, ?, ?, ?, hierarchies := ?)",
+                                [table, request.original, qis, request.id_column, request.hierarchies])
+    if request.aux is not None:
+        measures.linkage = _one_row(con, "SELECT * FROM linkage_classes(?, ?, ?, ?, hierarchies := ?)",
+                                    [table, request.aux, qis, request.id_column, request.hierarchies])
     return measures
 
 
@@ -171,6 +128,11 @@ def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
         if matched != rows:
             note += f"; WARNING: the release has {_number(rows)}"
         lines.append(("NCP", f"{_number(m.ncp['ncp_percent'])} % ({note})"))
+    if m.linkage is not None:
+        k = m.linkage
+        lines.append(("linkage", f"reidentified {_number(k['reidentified'])}, consistent with one class "
+                                 f"{_number(k['consistent_with_one_class'])}, own class found "
+                                 f"{_number(k['own_class_found'])} ({_number(k['people'])} people of {request.aux_label})"))
     return lines
 
 
@@ -256,8 +218,11 @@ def _image(png: bytes, alt: str) -> str:
     return f'<img src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}" alt="{html.escape(alt)}">'
 
 
-def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str, bytes | None]) -> None:
+def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str, bytes | None],
+               gates: list[tuple[str, str, str]] = ()) -> None:
+    """The page; `gates` are (gate, measured value, result) rows, shown when thresholds were given."""
     e = html.escape
+    gates_section = "" if not gates else "<h2>Release gates</h2>\n" + _table(["gate", "measured", "result"], list(gates))
     qis = ", ".join(request.qis)
     if plots["ncp"] is None:
         ncp_section = ('<p class="absent">No NCP plot: information loss compares the release with the original '
@@ -274,6 +239,7 @@ def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str,
 <p>Release <code>{e(request.label)}</code>; quasi-identifiers: <code>{e(qis)}</code>.</p>
 <h2>Summary</h2>
 {_table(["measure", "value"], summary(request, m))}
+{gates_section}
 <h2>Equivalence-class sizes</h2>
 {_image(plots["class_sizes"], "histogram of equivalence-class sizes")}
 <h2>Information loss (NCP per quasi-identifier)</h2>

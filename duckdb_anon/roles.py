@@ -9,6 +9,8 @@ Names and values travel as query parameters; the compiled SQL is produced by the
 """
 from __future__ import annotations
 
+import secrets
+
 import duckdb
 
 ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive")
@@ -49,31 +51,59 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
 
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,
                l_kind: str = "distinct", c: float = 2, t: float | None = None, key_name: str | None = None,
-               max_suppression: float = 0.0) -> None:
-    """Create or replace `table`'s policy. The catalog's CHECK constraints reject out-of-range values."""
+               max_suppression: float = 0.0, undeclared: str = "error") -> None:
+    """Create or replace `table`'s policy. The catalog's CHECK constraints reject out-of-range values.
+
+    `undeclared`: what anonymized() does with a column that has no declared role: 'error' (refuse the
+    table, the default) or 'drop' (leave the column out of the release)."""
+    if undeclared not in ("error", "drop"):
+        raise DeclarationError(f"set_policy(): argument 'undeclared' must be 'error' or 'drop', got {undeclared!r}")
     try:
-        con.execute("INSERT OR REPLACE INTO anon_policies (table_name, k, mode, l, l_kind, c, t, key_name, max_suppression) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [table, k, mode, l, l_kind, c, t, key_name, max_suppression])
+        con.execute("INSERT OR REPLACE INTO anon_policies (table_name, k, mode, l, l_kind, c, t, key_name, max_suppression, "
+                    "undeclared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [table, k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared])
     except duckdb.ConstraintException as err:
         raise DeclarationError(f"set_policy(): {err}") from None
 
 
-def apply_policies(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)create ``anonymized(table_name)`` from the current declarations."""
+def apply_policies(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """(Re)create ``anonymized(table_name)`` from the current declarations.
+
+    Returns the tables whose release will refuse to run, each with the reason (undeclared columns, an
+    invalid declaration, no policy); reading ``anonymized()`` on them raises that reason."""
     statement = con.execute("SELECT anon_compile_policies()").fetchall()[0][0]
     con.execute(statement)
+    return dict(con.execute("SELECT table_name, problem FROM anon_policy_problems()").fetchall())
+
+
+def new_pseudonym_key() -> str:
+    """A fresh 256-bit pseudonym key (64 hexadecimal digits) from the operating system's secure generator."""
+    return secrets.token_hex(32)
 
 
 def set_pseudonym_key(con: duckdb.DuckDBPyConnection, key_name: str, key: str) -> None:
-    """Put the pseudonym key in this session only (a session variable; never written to the file)."""
-    if not key_name.replace("_", "").isalnum():
+    """Put the pseudonym key in this session only (a session variable; never written to the file).
+
+    Keys under 128 bits are refused (the rule is the SQL macro anon_key_problem's: 32 or more hexadecimal
+    digits, or 22 or more base64 characters, with at least 10 different characters). Pseudonyms protect only
+    while the key stays secret: anyone holding it can recompute the pseudonym of every candidate id."""
+    if not isinstance(key_name, str) or not key_name.replace("_", "").isalnum():
         raise DeclarationError("set_pseudonym_key(): argument 'key_name' must be letters, digits and _")
+    if not isinstance(key, str):
+        raise DeclarationError("set_pseudonym_key(): argument 'key' must be a string, e.g. duckdb_anon.new_pseudonym_key()")
+    problem = con.execute("SELECT anon_key_problem(?)", [key]).fetchall()[0][0]
+    if problem is not None:
+        raise DeclarationError(f"set_pseudonym_key(): argument 'key' {problem}")
     con.execute(f"SET VARIABLE duckdb_anon_key_{key_name} = ?", [key])
 
 
 def create_anonymized_view(con: duckdb.DuckDBPyConnection, table: str, view: str) -> None:
-    """``CREATE OR REPLACE VIEW <view> AS SELECT * FROM anonymized('<table>')``: a view that recomputes the
-    release whenever it is read, so it follows the data; it works from any client opening the file."""
+    """``CREATE OR REPLACE VIEW <view> AS SELECT * FROM anonymized('<table>')``: a live view that recomputes
+    the release whenever it is read; it works from any client opening the file.
+
+    The risk you take: when the data changes, the view re-partitions, and someone who reads it before and
+    after can intersect the two releases (a differencing attack; measure it with release_differencing()).
+    For anything that leaves the database, publish a frozen release instead (:func:`publish_release`)."""
     quoted_view = '"' + view.replace('"', '""') + '"'
     literal = con.execute("SELECT anon_sql_literal(?)", [table]).fetchall()[0][0]
     con.execute(f"CREATE OR REPLACE VIEW {quoted_view} AS SELECT * FROM anonymized({literal})")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import duckdb
 import numpy as np
 
 METHODS = ("hit_and_run", "forward")
@@ -169,23 +170,32 @@ def _violated_segments(x, seg, nxt, ci, cj, ck, sign, lower, upper, segments):
     return bad
 
 
-def register(con) -> None:
-    """Register the kernel as the vectorized (arrow) scalar UDF anon_random_walk on `con`."""
+def _udf(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method):
+    """The vectorized UDF body: one walk per row of its arguments."""
     import pyarrow as pa
 
-    def udf(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method):
-        out = []
-        for r in range(len(values)):
-            res = walk(*(a[r].values.to_numpy(zero_copy_only=False) for a in (values, starts, ci, cj, ck, le, lower, upper)),
-                       iterations[r].as_py(), seed[r].as_py(), method[r].as_py())
-            out.append(res)
-        return pa.array(out, type=pa.list_(pa.float64()))
+    out = []
+    for r in range(len(values)):
+        res = walk(*(a[r].values.to_numpy(zero_copy_only=False) for a in (values, starts, ci, cj, ck, le, lower, upper)),
+                   iterations[r].as_py(), seed[r].as_py(), method[r].as_py())
+        out.append(res)
+    return pa.array(out, type=pa.list_(pa.float64()))
 
+
+def register(con) -> None:
+    """Register the kernel as the vectorized (arrow) scalar UDF anon_random_walk on `con`.
+
+    Connections of one process to the same database file share one database instance and its functions:
+    a second connection finds the function registered already, by the first, and uses it."""
     try:
         con.remove_function("anon_random_walk")
     except Exception:  # not registered yet on this connection
         pass
-    con.create_function("anon_random_walk", udf,
-                        ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
-                         "DOUBLE[]", "DOUBLE[]", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
-                        type="arrow", side_effects=False)
+    try:
+        con.create_function("anon_random_walk", _udf,
+                            ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
+                             "DOUBLE[]", "DOUBLE[]", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
+                            type="arrow", side_effects=False)
+    except duckdb.CatalogException as err:
+        if "already exists" not in str(err):
+            raise

@@ -1,5 +1,6 @@
-"""End to end from Python: declare column roles and a policy for the Adult data in a database file, publish
-an anonymized view, and read it back from a plain DuckDB connection that never imports duckdb-anon.
+"""End to end from Python: declare column roles and a policy for the Adult data in a database file, see the
+declarations fail closed, publish a frozen release, and read it back from a plain DuckDB connection that
+never imports duckdb-anon.
 
     python examples/declared_roles.py [DATABASE.duckdb]
 """
@@ -16,6 +17,8 @@ def main(database: str) -> None:
     duckdb_anon.load_adult(con, "adult")
     tables = duckdb_anon.load_adult_hierarchies(con)  # h_workclass, h_marital_status, ...
     con.execute("DELETE FROM anon_column_roles WHERE table_name = 'adult'")  # the example may run twice
+    con.execute("DROP TABLE IF EXISTS adult_release_1")
+    con.execute("DELETE FROM anon_releases WHERE name = 'adult_release_1'")
     duckdb_anon.declare_role(con, "adult", "rid", "identifier", pseudonymize=True)
     for qi in ["age", "education_num", "sex", "race"]:
         duckdb_anon.declare_role(con, "adult", qi, "quasi_identifier")
@@ -23,20 +26,29 @@ def main(database: str) -> None:
         duckdb_anon.declare_role(con, "adult", qi, "quasi_identifier", hierarchy=tables[qi])
     duckdb_anon.declare_role(con, "adult", "occupation", "sensitive")
     duckdb_anon.set_policy(con, "adult", 10, l=3, key_name="census")
-    duckdb_anon.apply_policies(con)
-    duckdb_anon.create_anonymized_view(con, "adult", "adult_published")
+
+    # Fail closed: the other columns (fnlwgt, education, native_country, ...) have no role, so the release
+    # is refused and the refusal names them.
+    print("refused:", duckdb_anon.apply_policies(con)["adult"])
+    # Opting in to leave them out of the release instead:
+    duckdb_anon.set_policy(con, "adult", 10, l=3, key_name="census", undeclared="drop")
+    assert duckdb_anon.apply_policies(con) == {}
     print(con.execute("SELECT table_name, column_name, role, hierarchy, problem FROM anon_roles ORDER BY role, column_name").df())
+
+    key = duckdb_anon.new_pseudonym_key()  # 256 bits; keep it secret, never in the database file
+    duckdb_anon.set_pseudonym_key(con, "census", key)
+    recorded = duckdb_anon.publish_release(con, "adult", "adult_release_1")  # frozen: a table, and its catalog row
+    print({name: recorded[name] for name in ("name", "rows", "achieved_k", "achieved_l", "ncp_percent")})
     con.close()
 
-    # A plain client: only duckdb, and the pseudonym key set for its session.
+    # A plain client: only duckdb. The frozen release needs no key and no package.
     reader = (
         "import duckdb, sys\n"
         f"con = duckdb.connect({database!r}, read_only=True)\n"
-        "con.execute(\"SET VARIABLE duckdb_anon_key_census = 'example key'\")\n"
         "print(con.execute('SELECT count(*) AS classes, sum(n) AS rows, min(n) AS smallest_class, min(l) AS fewest_occupations FROM ('\n"
-        "                  'SELECT count(*) AS n, count(DISTINCT occupation) AS l FROM adult_published '\n"
+        "                  'SELECT count(*) AS n, count(DISTINCT occupation) AS l FROM adult_release_1 '\n"
         "                  'GROUP BY age, education_num, sex, race, workclass, marital_status)').df().to_string(index=False))\n"
-        "print(con.execute('SELECT * FROM adult_published LIMIT 3').df().to_string(index=False))\n"
+        "print(con.execute('SELECT * FROM adult_release_1 LIMIT 3').df().to_string(index=False))\n"
         "assert 'duckdb_anon' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", reader], check=True)
 

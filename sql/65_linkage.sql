@@ -120,9 +120,9 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
     || CASE WHEN id_column IS NULL THEN 'NULL'
             WHEN typeof(id_column) <> 'VARCHAR'
                  THEN error('linkage_classes(): argument ''id_column'' must be a column name or NULL, got ' || anon_shown(id_column))
-            WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column))
+            WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column::VARCHAR))
                  THEN error('linkage_classes(): argument ''id_column'' must not be one of the QIs')
-            ELSE anon_sql_literal(lower(id_column)) END || ', '
+            ELSE anon_sql_literal(lower(id_column::VARCHAR)) END || ', '
     || anon_sql_literal(anon_hierarchy_sql('linkage_classes', hierarchies, try_cast(qis AS VARCHAR[])))
     || ')';
 

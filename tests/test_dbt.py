@@ -83,7 +83,7 @@ def failures_reported(output: str, test_prefix: str) -> int:
 def add_k2_release(project: Path) -> None:
     """A model patients_k2: the patients released with k = 2 (for tests that expect a gate to fail)."""
     (project / "models" / "patients_k2.sql").write_text(
-        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2) }}\n",
+        "{{ config(materialized='view') }}\n{{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 2, keep=['diagnosis']) }}\n",
         encoding="utf-8")
 
 
@@ -137,16 +137,18 @@ def test_plugin_installs_on_each_configuration_for_cursors(tmp_path):
         con.close()
 
 
-def test_example_builds_a_k_anonymous_view(built):
+def test_example_builds_a_k_anonymous_release(built):
     project, output = built
     assert "PASS=12" in output and "ERROR=0" in output
     seed = seed_rows()
     con = duckdb.connect(str(project / DATABASE), read_only=True)  # plain duckdb: the package is not involved
     try:
         assert con.execute("SELECT table_type FROM information_schema.tables WHERE table_name = 'patients_k10'"
-                           ).fetchall() == [("VIEW",)]
+                           ).fetchall() == [("BASE TABLE",)]  # a frozen release
         assert con.execute("SELECT duckdb_anon_version()").fetchall() == [(duckdb_anon.__version__,)]
-        assert "patient_id" not in [d[0] for d in con.execute("SELECT * FROM patients_k10 LIMIT 0").description]
+        # fail closed: the QIs and the listed columns only, never patient_id
+        assert [d[0] for d in con.execute("SELECT * FROM patients_k10 LIMIT 0").description] == ["age", "zip", "sex", "diagnosis"]
+        assert [d[0] for d in con.execute("SELECT * FROM patients_k5_l3 LIMIT 0").description] == ["age", "zip", "sex", "diagnosis"]
         classes = con.execute("SELECT count(*) AS n, count(DISTINCT diagnosis) AS l "
                               "FROM patients_k10 GROUP BY age, zip, sex").fetchall()
         assert sum(n for n, _ in classes) == len(seed)
@@ -267,7 +269,7 @@ def test_anonymize_escapes_names(built, tmp_path):
     con.execute("""CREATE TABLE "odd 'name" AS SELECT range AS id, range % 17 AS "a'ge", range % 3 AS "z""ip" FROM range(40)""")
     con.close()
     variables = json.dumps({"rel": "\"odd 'name\"", "qis": ["a'ge", 'z"ip']})
-    show = run_dbt(project, "show", "--inline", "{{ duckdb_anon.anonymize(var('rel'), var('qis'), 5) }}",
+    show = run_dbt(project, "show", "--inline", "{{ duckdb_anon.anonymize(var('rel'), var('qis'), 5, keep=['id']) }}",
                    "--vars", variables, "--limit", "100", "--output", "json", "--log-format", "json")
     assert show.returncode == 0, show.stdout[-5000:] + show.stderr
     previews = [json.loads(line)["data"]["preview"] for line in show.stdout.splitlines()
@@ -317,7 +319,7 @@ models:
   - name: patients_k2
     data_tests:
       - duckdb_anon.linkage_below:
-          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], id: patient_id, max_rate: 0.1}
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], max_rate: 0.1}
 """, encoding="utf-8")
     build = run_dbt(broken, "build", "--select", "patients", "+patients_k2", "patients_known",
                     "--indirect-selection", "cautious")

@@ -72,6 +72,9 @@ PLAIN_CLIENT_CALLS = {
     "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",
     "linkage_classes": "SELECT * FROM linkage_classes('p_k5', 'p', ['age', 'zip'], 'id')",
     "anonymized": "SELECT * FROM anonymized('p')",
+    "suggest_roles": "SELECT * FROM suggest_roles('p')",
+    "suggest_roles_sql": "SELECT suggest_roles_sql('p')",
+    "release_differencing": "SELECT * FROM release_differencing('p_k5', 'p_k5', ['age', 'zip'], 'id')",
     "anon_compile_policies": "SELECT anon_compile_policies()",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",
 }
@@ -102,7 +105,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
     duckdb_anon.declare_role(con, "p", "age", "quasi_identifier")
     duckdb_anon.declare_role(con, "p", "zip", "quasi_identifier")
-    duckdb_anon.set_policy(con, "p", 5)
+    duckdb_anon.set_policy(con, "p", 5, undeclared="drop")
     duckdb_anon.apply_policies(con)
     con.close()
     script = (
@@ -123,3 +126,17 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     rows = json.loads(result.stdout)
     assert all(rows[name] > 0 for name in PLAIN_CLIENT_CALLS), rows
     assert "anon_random_walk" in rows["random_walk"]
+
+
+def test_two_connections_to_one_file_in_one_process(tmp_path):
+    """DuckDB shares one database instance between connections to the same file, so the Python kernel is
+    registered once for both; the second connect works, and so does the walk after the first closes."""
+    path = str(tmp_path / "shared.duckdb")
+    first = duckdb_anon.connect(path)
+    first.execute("CREATE TABLE t AS SELECT range AS id, (range * 7 % 31)::DOUBLE AS v FROM range(60)")
+    first.execute("CREATE TABLE locs AS SELECT * FROM localities('t', 'v', segment_size := 20)")
+    second = duckdb_anon.connect(path)
+    first.close()
+    walked = second.execute("SELECT count(*), count(DISTINCT v) FROM random_walk('t', 'v', 'locs', iterations := 10, segment_size := 20)").fetchall()
+    assert walked[0][0] == 60 and walked[0][1] > 1
+    second.close()

@@ -16,21 +16,6 @@ from independent import class_sizes, ncp_percent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 QI_ARG = ",".join(ADULT_QIS)
-BAR = "\u2595"  # the left edge of DuckDB's progress bar
-
-# The CLI in a child process whose connections draw DuckDB's progress bar for every query (it normally waits
-# 2 s, longer than anything on Adult takes), so a test can see whether --quiet switches it off.
-WITH_INSTANT_PROGRESS_BAR = """
-import sys
-import duckdb_anon, duckdb_anon.cli as cli
-def connect_with_instant_bar():
-    con = duckdb_anon.connect()
-    con.execute("SET progress_bar_time = 0")
-    return con
-cli.connect = connect_with_instant_bar
-sys.exit(cli.main(sys.argv[1:]))
-"""
-
 # The CLI in a child process where `import matplotlib` fails, as when the [report] extra is not installed.
 WITHOUT_MATPLOTLIB = """
 import sys
@@ -161,27 +146,6 @@ def test_a_table_of_a_database_file_with_unique_records(files, tmp_path):
     assert "--original ORIGINAL --id ID_COLUMN" in "".join(page.text)
 
 
-@pytest.mark.parametrize("command", ["report", "mondrian"])
-def test_quiet_turns_the_progress_bar_off(files, tmp_path, command):
-    if command == "report":
-        args = ["report", files["release"], "--qi", QI_ARG, "-o", tmp_path / "r.html"]
-    else:
-        args = ["mondrian", files["original"], "--qi", QI_ARG, "-k", "10", "-o", tmp_path / "m.parquet"]
-    loud = run(*args, code=WITH_INSTANT_PROGRESS_BAR)
-    quiet = run(*args, "--quiet", code=WITH_INSTANT_PROGRESS_BAR)
-    assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr + quiet.stderr
-    # Each finished bar ends with "(... elapsed)". With the bar drawn instantly, a quiet run still shows one,
-    # drawn by the statement that switches it off; a run that ignored --quiet would show one per query.
-    assert loud.stdout.count("elapsed") >= 4 and BAR in loud.stdout
-    assert quiet.stdout.count("elapsed") <= 1 and BAR not in quiet.stderr
-    after_first_statement = quiet.stdout.split("elapsed)", 1)[-1]
-    assert BAR not in after_first_statement
-    if command == "report":  # quiet keeps the summary, with nothing else around it
-        lines = [line for line in after_first_statement.splitlines() if line.strip()]
-        assert lines[0].startswith("duckdb-anon report:") and lines[-1].startswith("wrote ")
-        assert all(line.startswith("  ") for line in lines[1:-1]) and "achieved k" in quiet.stdout
-
-
 def test_text_from_the_data_is_escaped(tmp_path):
     """Values, column names and the table name reach the page as text, never as markup or SQL."""
     db, table, column = tmp_path / "odd.duckdb", "x'); DROP TABLE t; --", "a<b>"
@@ -213,11 +177,20 @@ def test_text_from_the_data_is_escaped(tmp_path):
     (["{release}", "--qi", "age", "--original", "{original}", "--id", "nope"], ["--id", "nope"]),
     (["{release}", "--qi", "age", "--original", "{original}"], ["--id", "--original"]),
     (["{release}", "--qi", "age,AGE"], ["--qi", "twice"]),
+    (["{release}", "--qi", "age", "--require-k", "0"], ["--require-k", "at least 1"]),
+    (["{release}", "--qi", "age", "--require-l", "2"], ["--require-l", "--sensitive"]),
+    (["{release}", "--qi", "age", "--max-prosecutor-risk", "1.5"], ["--max-prosecutor-risk", "[0, 1]"]),
+    (["{release}", "--qi", "age", "--max-linkage", "0.1"], ["--max-linkage", "--aux"]),
+    (["{release}", "--qi", "age", "--aux", "{original}"], ["--id", "--aux"]),
+    (["{release}", "--qi", "age", "--aux", "{original}", "--id", "nope"], ["--id", "nope"]),
+    (["{release}", "--qi", "age", "--aux", "{folder}/missing.parquet", "--id", "rid"], ["--aux", "does not exist"]),
+    (["{release}", "--qi", "age", "--hierarchy", "sex={folder}/missing.txt"], ["--hierarchy", "missing.txt"]),
+    (["{release}", "--qi", "age", "-o", "{folder}/report.parquet"], ["-o", ".html"]),
 ])
 def test_bad_input_exits_2_naming_the_argument(files, tmp_path, args, names):
     fill = {"release": files["release"], "original": files["original"], "db": files["db"], "folder": tmp_path}
     target = tmp_path / "bad.html"
-    out = run("report", *[a.format(**fill) for a in args], "-o", target)
+    out = run("report", *[a.format(**fill) for a in args], *([] if "-o" in args else ["-o", target]))
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(name in out.stderr for name in names), out.stderr
     assert "Traceback" not in out.stderr and not target.exists()
@@ -228,3 +201,73 @@ def test_without_matplotlib_report_says_how_to_install_it(files, tmp_path):
     out = run("report", files["release"], "--qi", "age", "-o", target, code=WITHOUT_MATPLOTLIB)
     assert out.returncode == 1 and "duckdb-anon[report]" in out.stderr and "matplotlib" in out.stderr
     assert "Traceback" not in out.stderr and not target.exists()
+
+
+def gate_lines(stdout: str) -> dict[str, str]:
+    """The printed gates: '  --gate LIMIT  passed|FAILED: measure = value'."""
+    return dict(re.findall(r"^  (--\S+ \S+)  +(\S.*)$", stdout, flags=re.M))
+
+
+def test_gates_that_hold_exit_0(files, tmp_path):
+    aux = tmp_path / "known people.parquet"  # a tenth of the people, with their exact values and id
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE rid % 10 = 0) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    target = tmp_path / "gated.html"
+    out = run("report", files["release"], "--qi", QI_ARG, "--sensitive", "class", "--aux", aux, "--id", "rid",
+              "--require-k", "10", "--require-l", "1", "--max-prosecutor-risk", "0.1", "--max-linkage", "0.1",
+              "-o", target, "--quiet")
+    assert out.returncode == 0, out.stderr
+    gates = gate_lines(out.stdout)
+    assert set(gates) == {"--require-k 10", "--require-l 1", "--max-prosecutor-risk 0.1", "--max-linkage 0.1"}
+    assert all(v.startswith("passed: ") for v in gates.values()) and out.stderr == ""
+    assert "Release gates" in "".join(parse(target).text)
+
+
+def test_failing_gates_exit_3_name_each_with_its_value_and_still_write_the_report(files, tmp_path):
+    aux = tmp_path / "aux.parquet"
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE rid % 20 = 0) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    release = pd.read_parquet(files["release"])
+    sizes = class_sizes(release, ADULT_QIS)
+    key = release[ADULT_QIS].apply(lambda r: "\x1f".join(map(str, r)), axis=1)
+    size_of = key.map(sizes)
+    known = release["rid"] % 20 == 0
+    # strict Mondrian's classes are disjoint boxes, so a known person is consistent with their own class only
+    linkage = (1 / size_of[known]).mean()
+    distinct_l = release.groupby(ADULT_QIS)["class"].nunique().min()
+    target = tmp_path / "failed.html"
+    out = run("report", files["release"], "--qi", QI_ARG, "--sensitive", "class", "--aux", aux, "--id", "rid",
+              "--require-k", str(sizes.min() + 1), "--require-l", "2", "--max-prosecutor-risk", "0.05",
+              "--max-linkage", f"{linkage * 0.9:.6f}", "-o", target, "--quiet")
+    assert out.returncode == 3, out.stderr
+    gates = gate_lines(out.stdout)
+    assert gates[f"--require-k {sizes.min() + 1}"] == f"FAILED: achieved k = {sizes.min()}"
+    assert gates["--require-l 2"] == f"FAILED: distinct l = {distinct_l}" and distinct_l == 1
+    assert number(gates["--max-prosecutor-risk 0.05"].split("= ")[1]) == pytest.approx(1 / sizes.min())
+    measured = gates[next(g for g in gates if g.startswith("--max-linkage"))]
+    assert measured.startswith("FAILED: linkage reidentified = ")
+    assert float(measured.split("= ")[1]) == pytest.approx(linkage, rel=1e-5)
+    assert "fails 4 of 4 gate(s)" in out.stderr and "--require-k" in out.stderr and "achieved k = " in out.stderr
+    assert target.is_file() and "FAILED" in "".join(parse(target).text)
+    assert number(summary_values(out.stdout)["linkage"].removeprefix("reidentified ")) == pytest.approx(linkage, abs=1e-4)
+
+
+def test_an_existing_report_is_kept_unless_force(files, tmp_path):
+    target = tmp_path / "r.html"
+    target.write_text("keep me")
+    out = run("report", files["release"], "--qi", "age", "-o", target, "--quiet")
+    assert out.returncode == 2 and "--force" in out.stderr and target.read_text() == "keep me"
+    out = run("report", files["release"], "--qi", "age", "-o", target, "--quiet", "--force")
+    assert out.returncode == 0 and parse(target).images and [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def test_a_gate_that_cannot_be_measured_fails(files, tmp_path):
+    """No people in the aux file: the linkage share is not measurable, and the gate fails closed."""
+    aux = tmp_path / "nobody.parquet"
+    duckdb.connect().execute("COPY (SELECT * FROM read_parquet(?) WHERE false) TO '" + str(aux) + "'",
+                             [str(files["original"])])
+    out = run("report", files["release"], "--qi", "age,sex", "--aux", aux, "--id", "rid", "--max-linkage", "1",
+              "-o", tmp_path / "r.html", "--quiet")
+    assert out.returncode == 3, out.stderr
+    assert gate_lines(out.stdout) == {"--max-linkage 1": "FAILED: not measurable"}
+    assert (tmp_path / "r.html").is_file()

@@ -12,6 +12,9 @@ import duckdb_anon
 from duckdb_anon import roles
 from independent import class_sizes
 
+KEY = "9f1c2b7e4d8a6035c1e2f3a4b5968778"  # 128 bits, as a test constant
+OTHER_KEY = "Zq3xW8pLm2Rt6Yv9Bn4Kd7Hs1Jf5Gc0E"
+
 
 def make_patients(con, name="patients", n=600):
     con.execute(f"""CREATE TABLE {name} AS SELECT range AS pid, 'Name ' || range AS full_name, 20 + range % 53 AS age,
@@ -39,14 +42,14 @@ def test_declared_roles_give_a_k_anonymous_l_diverse_view(con):
     make_patients(con)
     before = con.execute("SELECT * FROM patients ORDER BY pid").fetchall()
     declare_patients(con, l=2)
-    roles.set_pseudonym_key(con, "clinic", "s3cret")
+    roles.set_pseudonym_key(con, "clinic", KEY)
     roles.create_anonymized_view(con, "patients", "patients_anon")
     release = con.execute("SELECT * FROM patients_anon").df()
     assert list(release.columns) == ["pid", "age", "zip", "diagnosis", "visits"]  # full_name dropped
     assert len(release) == 600 and class_sizes(release, ["age", "zip"]).min() >= 10
     key = release[["age", "zip"]].astype(str).agg("|".join, axis=1)
     assert release.groupby(key.values)["diagnosis"].nunique().min() >= 2
-    assert sorted(release["pid"]) == sorted(expected_pseudonym("s3cret", i) for i in range(600))
+    assert sorted(release["pid"]) == sorted(expected_pseudonym(KEY, i) for i in range(600))
     assert con.execute("SELECT * FROM patients ORDER BY pid").fetchall() == before  # source untouched
     # the view follows the data
     con.execute("INSERT INTO patients SELECT range, 'x', 30, 10001, 'flu', 0 FROM range(600, 650)")
@@ -65,11 +68,11 @@ def test_pseudonyms_are_stable_across_tables_and_change_with_the_key(con):
     roles.apply_policies(con)
     with pytest.raises(duckdb.Error, match=r"anonymized\(\): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_clinic"):
         con.execute("SELECT * FROM anonymized('patients')").fetchall()
-    roles.set_pseudonym_key(con, "clinic", "one key")
+    roles.set_pseudonym_key(con, "clinic", KEY)
     first = set(r[0] for r in con.execute("SELECT pid FROM anonymized('patients')").fetchall())
     joined = con.execute("SELECT count(*) FROM anonymized('patients') p JOIN anonymized('visits') v USING (pid)").fetchone()[0]
     assert len(first) == 600 and joined == 600  # joins survive pseudonymization
-    roles.set_pseudonym_key(con, "clinic", "another key")
+    roles.set_pseudonym_key(con, "clinic", OTHER_KEY)
     second = set(r[0] for r in con.execute("SELECT pid FROM anonymized('patients')").fetchall())
     assert len(second) == 600 and not first & second
 
@@ -85,7 +88,7 @@ def test_views_work_from_a_plain_duckdb_client_after_reopening(tmp_path):
     script = textwrap.dedent(f"""
         import sys, duckdb
         con = duckdb.connect({str(path)!r})
-        con.execute("SET VARIABLE duckdb_anon_key_clinic = 'k'")
+        con.execute("SET VARIABLE duckdb_anon_key_clinic = '{KEY}'")
         for view in ("patients_anon", "patients_k5"):
             rows = con.execute(f"SELECT age, zip, count(*) OVER (PARTITION BY age, zip) FROM {{view}}").fetchall()
             print(view, len(rows), min(r[2] for r in rows))
@@ -109,7 +112,7 @@ def test_reinstall_upgrades_functions_and_keeps_declarations(tmp_path):
     duckdb_anon.install(con)
     assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
     assert con.execute("SELECT count(*) FROM anon_column_roles").fetchone()[0] == 6
-    roles.set_pseudonym_key(con, "clinic", "k")
+    roles.set_pseudonym_key(con, "clinic", KEY)
     assert con.execute("SELECT count(*) FROM anonymized('patients')").fetchone()[0] == 600
     con.close()
 
@@ -157,7 +160,7 @@ def test_policy_with_suppression_and_an_older_catalog(tmp_path):
     con = duckdb_anon.connect(path)
     make_patients(con)
     declare_patients(con, k=25, max_suppression=0.05)
-    roles.set_pseudonym_key(con, "clinic", "k")
+    roles.set_pseudonym_key(con, "clinic", KEY)
     release = con.execute("SELECT * FROM anonymized('patients')").df()
     hidden = release["age"] == "*"
     assert len(release) == 600 and hidden.sum() <= 30
@@ -168,7 +171,7 @@ def test_policy_with_suppression_and_an_older_catalog(tmp_path):
 def test_stale_declarations_and_changed_columns_are_errors_at_query_time(con):
     make_patients(con)
     declare_patients(con)
-    roles.set_pseudonym_key(con, "clinic", "k")
+    roles.set_pseudonym_key(con, "clinic", KEY)
     roles.create_anonymized_view(con, "patients", "patients_anon")
     con.execute("UPDATE anon_policies SET k = 20")
     with pytest.raises(duckdb.Error, match=r"anonymized\(\): the declarations of 'patients' changed since they were applied"):

@@ -1,21 +1,28 @@
 {#-
-    anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct',
+    anonymize(relation, qis, k, keep=[], mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct',
               c=2, t=none, max_suppression=0): the body of a model that publishes a k-anonymous release of
-    `relation` (a ref(), a source() or a table name) by Mondrian: every row and column of the source, with
-    the quasi-identifiers `qis` replaced by their equivalence class's generalization.
+    `relation` (a ref(), a source() or a table name) by Mondrian: every row of the source, with the
+    quasi-identifiers `qis` replaced by their equivalence class's generalization. It fails closed: besides
+    the QIs, only the columns listed in `keep` (and the `sensitive` column) are published, unchanged; every
+    other column of the source is left out, so a column added to the source later never leaks.
 
-        {{ config(materialized='view') }}
-        {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 10) }}
+        {{ config(materialized='table') }}
+        {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip', 'sex'], 10, keep=['diagnosis']) }}
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip'], 10, sensitive='diagnosis', l=2) }}
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'sex'], 10, hierarchies={'age': ref('age_hierarchy')}) }}
 
-    It renders  SELECT * FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, mode := 'strict', ...)  with
+    It renders  SELECT COLUMNS(...) FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, mode := 'strict', ...)  with
     the relation, the column names and the hierarchy tables as escaped string literals and the numbers checked
     here. mondrian() itself checks the rest against the data (k, the models) and raises an error naming the
     argument at fault.
 -#}
-{% macro anonymize(relation, qis, k, mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none, max_suppression=0) -%}
+{% macro anonymize(relation, qis, k, keep=[], mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none, max_suppression=0) -%}
     {{- duckdb_anon.check_names('anonymize', 'qis', qis) -}}
+    {%- if keep is string or keep is mapping or keep is not iterable -%}
+        {{ exceptions.raise_compiler_error("anonymize(): argument 'keep' must be a list of column names, got " ~ keep) }}
+    {%- endif -%}
+    {%- if keep | length > 0 %}{{- duckdb_anon.check_names('anonymize', 'keep', keep) -}}{% endif -%}
+    {%- set published = (qis | list) + (keep | list) + ([sensitive] if sensitive is not none else []) -%}
     {{- duckdb_anon.check_integer('anonymize', 'k', k, 1) -}}
     {%- if mode is not string -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument 'mode' must be 'strict' or 'relaxed', got " ~ mode) }}
@@ -27,7 +34,8 @@
     {%- for name, value in [('l', l), ('c', c), ('t', t), ('max_suppression', max_suppression)] if value is not none and (value is not number or value is sameas true or value is sameas false) -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument '" ~ name ~ "' must be a number, got " ~ value) }}
     {%- endfor -%}
-SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
+SELECT COLUMNS(lambda c: list_contains(list_transform({{ duckdb_anon.sql_list(published) }}, lambda p: lower(p)), lower(c)))
+FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
     {%- if hierarchies %}, hierarchies := MAP { {%- for qi, table in hierarchies.items() %}{{ duckdb_anon.sql_literal(qi) }}: {{ duckdb_anon.sql_literal(table) }}{{ ", " if not loop.last }}{% endfor -%} }{% endif %}
     {%- if sensitive is not none %}, sensitive := {{ duckdb_anon.sql_literal(sensitive) }}, l_kind := {{ duckdb_anon.sql_literal(l_kind) }}, c := {{ c }}
         {%- if l is not none %}, l := {{ l }}{% endif %}

@@ -1,0 +1,42 @@
+"""What a subcommand raises, and the exit code ``duckdb_anon.cli.main`` turns it into."""
+from __future__ import annotations
+
+import re
+
+ARGUMENT_ERROR = re.compile(r"(\w+)\(\): argument '([^']+)'")
+
+EXIT_FAILED = 1  # the work itself failed (or an optional dependency is missing)
+EXIT_BAD_ARGUMENT = 2  # the user's input, as argparse does for its own checks
+EXIT_GATE_FAILED = 3  # `report`: the release fails one of the gates (the report is still written)
+
+
+class BadArgument(ValueError):
+    """Input the user got wrong. The CLI prints it, naming `argument`, and exits with code 2."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
+class MissingExtra(RuntimeError):
+    """An optional dependency (matplotlib, for `report`) is not installed."""
+
+
+def first_line(exc: BaseException) -> str:
+    """DuckDB's message without its 'LINE 1: ...' context and its class prefix ('Binder Error: ')."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for prefix in ("Invalid Input Error: ", "Binder Error: ", "Catalog Error: ", "Parser Error: ",
+                   "Conversion Error: ", "IO Error: "):
+        text = text.removeprefix(prefix)
+    return text
+
+
+def argument_error(exc: Exception, options: dict[str, str]) -> BadArgument | None:
+    """A macro's error that names one of its arguments (``fn(): argument 'x' ...``, the project's form), as a
+    BadArgument naming the command-line option that set x; None for any other error. `options` maps
+    argument -> option (an argument not in it is named as it is)."""
+    text = first_line(exc)
+    found = ARGUMENT_ERROR.search(text)
+    if found is None:
+        return None
+    return BadArgument(options.get(found.group(2), found.group(2)), text[found.start():])

@@ -1,0 +1,142 @@
+"""`duckdb-anon demo` (strict Mondrian on the shipped Adult data) and `duckdb-anon mondrian` (a CSV or
+Parquet file in, its k-anonymous release out), with every option of the SQL macro mondrian()."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import duckdb
+
+from duckdb_anon import connect
+from duckdb_anon.commands.errors import BadArgument, argument_error
+from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of, data_file,
+                                        file_relation, hierarchy_files, load_hierarchies, match_columns,
+                                        written_atomically)
+from duckdb_anon.commands.progress import Progress
+from duckdb_anon.datasets import ADULT_QIS, load_adult
+
+OUTPUT_KINDS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+# mondrian()'s arguments -> the options that set them, so the macro's own checks name the option
+OPTIONS = {"table_name": "INPUT", "qis": "--qi", "k": "-k", "mode": "--mode", "output": "--output-shape",
+           "categorical_order": "--categorical-order", "split_rule": "--split-rule", "hierarchies": "--hierarchy",
+           "sensitive": "--sensitive", "l": "--l", "l_kind": "--l-kind", "c": "--c", "t": "--t",
+           "max_suppression": "--max-suppression"}
+MONDRIAN_SQL = ("SELECT * FROM mondrian(?, ?, ?, mode := ?, output := ?, categorical_order := ?, split_rule := ?, "
+                "hierarchies := ?, sensitive := ?, l := ?, l_kind := ?, c := ?, t := ?, max_suppression := ?)")
+
+
+def demo(args: argparse.Namespace) -> int:
+    if args.k < 1:
+        raise BadArgument("-k", f"must be at least 1, got {args.k}")
+    con = connect()
+    try:
+        with Progress(con, "demo", quiet=False) as progress:
+            load_adult(con, "adult")
+            qis = ADULT_QIS
+            print(f"Adult: {con.execute('SELECT count(*) FROM adult').fetchall()[0][0]:,} rows; "
+                  f"quasi-identifiers: {', '.join(qis)}")
+            progress.step(f"strict Mondrian, k = {args.k}")
+            started = time.perf_counter()
+            con.execute("CREATE TEMP TABLE adult_k10 AS SELECT * FROM mondrian('adult', ?, ?, 'strict')", [qis, args.k])
+            took = time.perf_counter() - started
+            ncp = con.execute("SELECT ncp_percent FROM ncp('adult_k10', 'adult', ?, 'rid')", [qis]).fetchall()[0][0]
+            rows, classes, achieved = con.execute(
+                "SELECT rows, classes, achieved_k FROM release_measures('adult_k10', ?)", [qis]).fetchall()[0]
+        print(f"strict Mondrian, k = {args.k}: {rows:,} rows in {classes:,} equivalence classes, "
+              f"achieved k = {achieved}, NCP = {ncp:.4f} %, {took:.2f} s")
+        print("A few released rows:")
+        result = con.execute(f"SELECT rid, {', '.join(qis)}, class FROM adult_k10 ORDER BY rid LIMIT 5")
+        print("  " + " | ".join(d[0] for d in result.description))
+        for row in result.fetchall():
+            print("  " + " | ".join(str(v) for v in row))
+        return 0
+    finally:
+        con.close()
+
+
+def _csv_options(args: argparse.Namespace, input_path: Path, target: Path) -> CsvOptions:
+    """--delimiter and --no-header apply to the CSV files of the run, read and written alike."""
+    touches_csv = input_path.suffix.lower() in CSV_SUFFIXES or target.suffix.lower() in CSV_SUFFIXES
+    delimiter = args.delimiter
+    if delimiter is not None:
+        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+        if len(delimiter) != 1:
+            raise BadArgument("--delimiter", f"must be one character (or \\t), got {args.delimiter!r}")
+    for option, given in (("--delimiter", delimiter is not None), ("--no-header", args.no_header)):
+        if given and not touches_csv:
+            raise BadArgument(option, "applies to CSV files, and neither INPUT nor -o is one")
+    return CsvOptions(delimiter=delimiter, header=not args.no_header)
+
+
+def mondrian(args: argparse.Namespace) -> int:
+    input_path = data_file("INPUT", args.input)
+    if args.k < 1:
+        raise BadArgument("-k", f"must be at least 1, got {args.k}")
+    inputs = [("INPUT", input_path), *(("--hierarchy", p) for p in hierarchy_files(args.hierarchy))]
+    target, kind = checked_output("-o", args.output, OUTPUT_KINDS, force=args.force, inputs=inputs)
+    if args.output_shape == "typed" and kind != "parquet":
+        raise BadArgument("--output-shape", "a typed release holds STRUCT(lo, hi, mean) columns, which CSV cannot "
+                                            "hold: write it to a .parquet file")
+    csv = _csv_options(args, input_path, target)
+    con = connect()
+    try:
+        started = time.perf_counter()
+        with Progress(con, "mondrian", quiet=args.quiet) as progress:
+            progress.step(f"reading {input_path}")
+            source = file_relation(con, "INPUT", args.input, "anon_input", csv)
+            columns = columns_of(con, source, "INPUT", args.input)
+            where = f"INPUT {input_path}"
+            qis = match_columns(columns, column_list("--qi", args.qi), "--qi", where)
+            sensitive = match_columns(columns, [args.sensitive], "--sensitive", where)[0] if args.sensitive else None
+            hierarchies, _ = load_hierarchies(con, args.hierarchy, qis)
+            progress.step(f"anonymizing into {target}")
+            params = [source, qis, args.k, args.mode, args.output_shape, args.categorical_order, args.split_rule,
+                      hierarchies, sensitive, args.l, args.l_kind, args.c, args.t, args.max_suppression]
+            try:
+                with written_atomically(target, "-o", force=args.force) as temporary:
+                    released = con.sql(MONDRIAN_SQL, params=params)
+                    if kind == "parquet":
+                        released.write_parquet(str(temporary))
+                    else:
+                        released.write_csv(str(temporary), sep=csv.delimiter or ",", header=csv.header)
+            except duckdb.Error as exc:
+                raise argument_error(exc, OPTIONS) or exc from None
+        if not args.quiet:
+            print(f"wrote {target} ({args.mode} Mondrian, k = {args.k}) in {time.perf_counter() - started:.2f} s")
+        return 0
+    finally:
+        con.close()
+
+
+def add_commands(sub) -> None:
+    p_demo = sub.add_parser("demo", help="strict Mondrian on the shipped Adult data")
+    p_demo.add_argument("-k", type=int, default=10, help="k (default 10)")
+    p_demo.set_defaults(func=demo)
+
+    p = sub.add_parser("mondrian", help="k-anonymize a CSV or Parquet file",
+                       description="Write the Mondrian release of INPUT to -o, through a temporary file renamed "
+                                   "into place: a failed run leaves nothing behind.")
+    p.add_argument("input", metavar="INPUT", help="input .csv or .parquet file")
+    p.add_argument("--qi", required=True, help="comma-separated quasi-identifier columns")
+    p.add_argument("-k", type=int, required=True, help="minimum equivalence-class size")
+    p.add_argument("--mode", choices=["strict", "relaxed"], default="strict")
+    p.add_argument("--hierarchy", action="append", metavar="QI=FILE",
+                   help="a generalization hierarchy for QI, one leaf a line: leaf;parent;...;root (repeatable)")
+    p.add_argument("--sensitive", metavar="COL", help="sensitive column of the privacy models (--l, --t)")
+    p.add_argument("--l", type=float, help="l-diversity of --sensitive in every class")
+    p.add_argument("--l-kind", choices=["distinct", "entropy", "recursive"], default="distinct")
+    p.add_argument("--c", type=float, default=2.0, help="c of recursive (c, l)-diversity (default 2)")
+    p.add_argument("--t", type=float, help="t-closeness of --sensitive in every class, in (0, 1]")
+    p.add_argument("--max-suppression", type=float, default=0.0, metavar="SHARE",
+                   help="share of rows that may be suppressed, in [0, 1) (strict mode; default 0)")
+    p.add_argument("--output-shape", choices=["text", "typed"], default="text",
+                   help="text labels (default) or typed STRUCT(lo, hi, mean) columns (Parquet only)")
+    p.add_argument("--categorical-order", choices=["appearance", "value"], default="appearance")
+    p.add_argument("--split-rule", choices=["actual", "inherited"], default="actual")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter, read and written (default: detected / ',')")
+    p.add_argument("--no-header", action="store_true", help="CSV files have no header line (columns column0, ...)")
+    p.add_argument("-o", "--output", required=True, help="output .csv or .parquet file")
+    p.add_argument("--force", action="store_true", help="replace -o if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress or summary")
+    p.set_defaults(func=mondrian)

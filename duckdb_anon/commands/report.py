@@ -1,0 +1,141 @@
+"""`duckdb-anon report`: the HTML report on a release (duckdb_anon.report) and its release gates (gates)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+from duckdb_anon import connect
+from duckdb_anon import report as anon_report
+from duckdb_anon.commands import gates as release_gates
+from duckdb_anon.commands.errors import EXIT_GATE_FAILED, BadArgument, argument_error
+from duckdb_anon.commands.files import (attach_database, checked_output, column_list, columns_of, data_file,
+                                        existing_file, file_relation, hierarchy_files, load_hierarchies, match_columns,
+                                        written_atomically)
+from duckdb_anon.commands.progress import Progress
+
+# the macros' arguments -> the options that set them
+OPTIONS = {"release_table": "RELEASE", "table_name": "RELEASE", "original_table": "--original",
+           "aux_table": "--aux", "qis": "--qi", "id_column": "--id", "hierarchies": "--hierarchy",
+           "sensitive": "--sensitive"}
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """What can be checked before opening anything: options that go together, numbers in range."""
+    if args.original is not None and args.id is None:
+        raise BadArgument("--id", "--original and --id go together: NCP matches released and original rows on the id")
+    if args.aux is not None and args.id is None:
+        raise BadArgument("--id", "--aux needs --id: the linkage audit checks whether a person's own row, by id, "
+                                  "is among the rows consistent with them")
+    if args.id is not None and args.original is None and args.aux is None:
+        raise BadArgument("--id", "is used with --original (NCP) or --aux (linkage)")
+    if not 0 < args.threshold <= 1:
+        raise BadArgument("--threshold", f"must be in (0, 1], got {args.threshold}")
+    release_gates.check_gate_arguments(args)
+
+
+def _inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files the run reads: -o may be none of them."""
+    if args.db is not None:
+        files = [("--db", existing_file("--db", args.db))]
+    else:
+        files = [("RELEASE", data_file("RELEASE", args.release))]
+        files += [(option, data_file(option, value)) for option, value in
+                  (("--original", args.original), ("--aux", args.aux)) if value is not None]
+    return files + [("--hierarchy", path) for path in hierarchy_files(args.hierarchy)]
+
+
+def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_report.ReportRequest:
+    """Open the release and the other tables, check every name the user gave, and spell the names as the
+    tables do (DuckDB matches names case-insensitively, and so do we)."""
+    if args.db is not None:
+        attach_database(con, args.db)
+        release, original, aux = args.release, args.original, args.aux
+    else:
+        release = file_relation(con, "RELEASE", args.release, "anon_release")
+        original = None if args.original is None else file_relation(con, "--original", args.original, "anon_original")
+        aux = None if args.aux is None else file_relation(con, "--aux", args.aux, "anon_aux")
+    columns = columns_of(con, release, "RELEASE", args.release, args.db)
+    where = f"RELEASE {args.release}"
+    qis = match_columns(columns, column_list("--qi", args.qi), "--qi", where)
+    sensitive = match_columns(columns, [args.sensitive], "--sensitive", where)[0] if args.sensitive else None
+    id_column = match_columns(columns, [args.id], "--id", where)[0] if args.id else None
+    for option, relation, label in (("--original", original, args.original), ("--aux", aux, args.aux)):
+        if relation is not None:
+            other = columns_of(con, relation, option, label, args.db)
+            match_columns(other, [args.id], "--id", f"{option} {label}")
+            match_columns(other, qis, "--qi", f"{option} {label}")
+    hierarchies, _ = load_hierarchies(con, args.hierarchy, qis)
+    return anon_report.ReportRequest(
+        release=release, qis=qis, label=args.release, sensitive=sensitive, original=original, id_column=id_column,
+        original_label=args.original or "", database=args.db, threshold=args.threshold, aux=aux,
+        aux_label=args.aux or "", hierarchies=hierarchies)
+
+
+def report(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    target, _ = checked_output("-o", args.output, {".html": "html", ".htm": "html"}, force=args.force,
+                               inputs=_inputs(args))
+    anon_report.require_matplotlib()
+    con = connect()
+    try:
+        started = time.perf_counter()
+        with Progress(con, "report", quiet=args.quiet) as progress:
+            progress.step(f"reading {args.release}")
+            request = _request(con, args)
+            progress.step("measuring the release")
+            try:
+                measures = anon_report.gather(con, request)
+            except duckdb.Error as exc:
+                raise argument_error(exc, OPTIONS) or exc
+            gates = release_gates.evaluate(args, measures)
+            progress.step(f"writing {target}")
+            with written_atomically(target, "-o", force=args.force) as temporary:
+                anon_report.write_html(temporary, request, measures, anon_report.render_plots(request, measures),
+                                       [g.row() for g in gates])
+        print(anon_report.summary_text(request, measures))
+        if gates:
+            print(release_gates.gates_text(gates))
+        print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
+        failed = [g for g in gates if not g.passed]
+        if failed:
+            listed = "; ".join(f"{gate} ({measured})" for gate, measured, _ in (g.row() for g in failed))
+            print(f"duckdb-anon report: the release fails {len(failed)} of {len(gates)} gate(s): {listed}",
+                  file=sys.stderr)
+            return EXIT_GATE_FAILED
+        return 0
+    finally:
+        con.close()
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("report", help="an HTML report on a release: class sizes, risk, l/t, NCP, linkage; gates",
+                       description="Write an HTML report on RELEASE and print its summary. With gates "
+                                   "(--require-k, --require-l, --max-prosecutor-risk, --max-linkage) the command "
+                                   "exits with code 3 when the release fails one, after writing the report.")
+    p.add_argument("release", metavar="RELEASE", help="the release: a .csv or .parquet file, or with --db a table")
+    p.add_argument("--qi", required=True, help="comma-separated quasi-identifier columns")
+    p.add_argument("--sensitive", metavar="COL", help="sensitive column: l-diversity and t-closeness")
+    p.add_argument("--original", metavar="ORIGINAL", help="the original data (file, or table with --db), for NCP")
+    p.add_argument("--aux", metavar="AUX", help="people the adversary knows (file, or table with --db): exact QI "
+                                                "values and the id, for the linkage audit (linkage_classes)")
+    p.add_argument("--id", metavar="ID_COLUMN", help="the row id present in RELEASE and in ORIGINAL / AUX")
+    p.add_argument("--hierarchy", action="append", metavar="QI=FILE",
+                   help="the hierarchy QI was generalized with, for NCP and the linkage audit (repeatable)")
+    p.add_argument("--db", metavar="FILE.duckdb", help="read RELEASE, ORIGINAL and AUX as tables of this DuckDB file")
+    p.add_argument("--threshold", type=float, default=0.2,
+                   help="prosecutor risk above which a record counts as at risk (default 0.2)")
+    gates = p.add_argument_group("release gates (exit code 3 when one fails)")
+    gates.add_argument("--require-k", type=int, metavar="N", help="achieved k must be at least N")
+    gates.add_argument("--require-l", type=int, metavar="N", help="distinct l of --sensitive must be at least N")
+    gates.add_argument("--max-prosecutor-risk", type=float, metavar="P",
+                       help="the largest prosecutor risk (1 / smallest class) must not exceed P")
+    gates.add_argument("--max-linkage", type=float, metavar="R",
+                       help="linkage_classes' reidentified share (with --aux, --id) must not exceed R")
+    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    p.add_argument("--force", action="store_true", help="replace -o if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress")
+    p.set_defaults(func=report)

@@ -1,0 +1,146 @@
+"""Frozen releases: a release computed once into a table of its own, recorded in ``anon_releases``.
+
+A live view over ``anonymized()`` or ``mondrian()`` re-partitions whenever its source changes, and two reads
+of it can be intersected (see the SQL macro ``release_differencing``). A frozen release does not move under
+its readers. Publishing is all or nothing: the table and its catalog row are written in one transaction,
+so a failure leaves neither behind.
+
+SQL text here is built from fixed text, parameters, and names quoted by the SQL macros' own escaping.
+"""
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+from duckdb_anon.roles import DeclarationError
+
+
+def _literal(con: duckdb.DuckDBPyConnection, value: str) -> str:
+    return con.execute("SELECT anon_sql_literal(?)", [value]).fetchall()[0][0]
+
+
+def _identifier(con: duckdb.DuckDBPyConnection, value: str) -> str:
+    return con.execute("SELECT anon_sql_identifier(?)", [value]).fetchall()[0][0]
+
+
+def _check_name(con: duckdb.DuckDBPyConnection, fn: str, name: object, replace: bool) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise DeclarationError(f"{fn}(): argument 'name' must be a table name, got {name!r}")
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower(?) AND schema_name = current_schema() "
+                         "AND database_name = current_database()", [name]).fetchall()[0][0]
+    views = con.execute("SELECT count(*) FROM duckdb_views() WHERE lower(view_name) = lower(?) AND schema_name = current_schema() "
+                        "AND database_name = current_database()", [name]).fetchall()[0][0]
+    if views:
+        raise DeclarationError(f"{fn}(): argument 'name': {name!r} is a view; choose another name")
+    if exists and not replace:
+        raise DeclarationError(f"{fn}(): argument 'name': table {name!r} exists (pass replace=True to replace the release)")
+
+
+def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitive: str | None) -> tuple:
+    """rows, achieved k and, with one sensitive column, distinct l and t of the frozen table."""
+    table = _literal(con, name)
+    qi_list = con.execute("SELECT anon_sql_list(?)", [qis]).fetchall()[0][0]
+    if sensitive is None:
+        rows, k = con.execute(f"SELECT rows, achieved_k FROM release_measures({table}, {qi_list})").fetchall()[0]
+        return rows, k, None, None
+    rows, k, l, t = con.execute(f"SELECT rows, k, distinct_l, t FROM privacy_measures({table}, {qi_list}, "
+                                f"sensitive := {_literal(con, sensitive)})").fetchall()[0]
+    return rows, k, l, t
+
+
+def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
+            record: dict, ncp_sql: str | None) -> dict:
+    """CREATE the table from `select_sql`, measure it, record it: one transaction."""
+    target = _identifier(con, name)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {target} AS {select_sql}", params)
+        rows, achieved_k, achieved_l, achieved_t = _measure(con, name, record["qis"], record.get("sensitive"))
+        ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
+        con.execute("DELETE FROM anon_releases WHERE name = ?", [name])
+        con.execute("INSERT INTO anon_releases (name, source_table, method, fingerprint, arguments, created_at, rows, qis, k, "
+                    "achieved_k, sensitive, achieved_l, achieved_t, ncp_percent) "
+                    "VALUES (?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [name, record["source_table"], record["method"], record.get("fingerprint"), record.get("arguments"),
+                     rows, record["qis"], record.get("k"), achieved_k, record.get("sensitive"), achieved_l, achieved_t, ncp])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    result = con.execute("SELECT * FROM anon_releases WHERE name = ?", [name])
+    columns = [d[0] for d in result.description]
+    return dict(zip(columns, result.fetchall()[0]))
+
+
+def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, replace: bool = False) -> dict:
+    """Freeze ``anonymized(table)`` (the declared policy's release) into table `name` and record it in
+    ``anon_releases``; returns the recorded row. NCP is measured when the policy pseudonymizes an
+    identifier (rows are matched on it); otherwise ncp_percent is NULL."""
+    fn = "publish_release"
+    if not isinstance(table, str) or not table:
+        raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
+    _check_name(con, fn, name, replace)
+    problem = con.execute("SELECT problem FROM anon_policy_problems() WHERE table_name = ?", [table]).fetchall()
+    if problem:
+        raise DeclarationError(f"{fn}(): argument 'table': {problem[0][0]}")
+    declared = con.execute("SELECT count(*) FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0][0]
+    if not declared:
+        raise DeclarationError(f"{fn}(): argument 'table': {table!r} has no policy in anon_policies (declare its roles first)")
+    qis = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'quasi_identifier' "
+                                     "ORDER BY column_name", [table]).fetchall()]
+    sensitive = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'sensitive'",
+                                           [table]).fetchall()]
+    k, key_name = con.execute("SELECT k, key_name FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0]
+    ids = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'identifier' "
+                                     "AND pseudonymize ORDER BY column_name", [table]).fetchall()]
+    ncp_sql = None
+    if ids:  # the original, seen through the same pseudonyms, matches the release row for row
+        source = con.execute("SELECT anon_sql_identifier(?)", [table]).fetchall()[0][0] if "." not in table else None
+        if source is not None:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW __anon_publish_original AS SELECT * REPLACE (anon_pseudonym("
+                        f"{_identifier(con, ids[0])}, {_literal(con, key_name)}) AS {_identifier(con, ids[0])}) FROM {source}")
+            hierarchies = con.execute("SELECT map_from_entries(list((column_name, hierarchy))) FROM anon_column_roles "
+                                      "WHERE table_name = ? AND hierarchy IS NOT NULL", [table]).fetchall()[0][0]
+            hierarchy_arg = ""
+            if hierarchies:
+                entries = ", ".join(f"{_literal(con, q)}: {_literal(con, h)}" for q, h in hierarchies.items())
+                hierarchy_arg = f", hierarchies := MAP {{{entries}}}"
+            qi_list = con.execute("SELECT anon_sql_list(?)", [qis]).fetchall()[0][0]
+            ncp_sql = (f"SELECT ncp_percent FROM ncp({{release}}, '__anon_publish_original', {qi_list}, "
+                       f"{_literal(con, ids[0])}{hierarchy_arg})")
+    record = {"source_table": table, "method": "policy", "qis": qis, "k": k,
+              "fingerprint": con.execute("SELECT anon_policy_fingerprint(?)", [table]).fetchall()[0][0],
+              "sensitive": sensitive[0] if len(sensitive) == 1 else None}
+    try:
+        return _freeze(con, fn, name, replace, "SELECT * FROM anonymized(?)", [table], record, ncp_sql)
+    finally:
+        con.execute("DROP VIEW IF EXISTS __anon_publish_original")
+
+
+def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis: list[str], k: int, *,
+                     replace: bool = False, id_column: str | None = None, **options) -> dict:
+    """Freeze ``mondrian(table, qis, k, **options)`` into table `name` and record it in ``anon_releases``;
+    returns the recorded row. Every non-QI column passes through as mondrian() passes it: declare roles
+    and use :func:`publish_release` to drop identifiers. With `id_column`, NCP is measured."""
+    fn = "publish_mondrian"
+    if not isinstance(table, str) or not table:
+        raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
+    if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
+        raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
+    _check_name(con, fn, name, replace)
+    names = sorted(options)
+    named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself
+    for option in names:
+        if not option.isidentifier():
+            raise DeclarationError(f"{fn}(): argument {option!r} is not a mondrian() argument")
+    select_sql = f"SELECT * FROM mondrian(?, ?::VARCHAR[], ?{named})"
+    params = [table, list(qis), k, *[options[o] for o in names]]
+    arguments = json.dumps({"table_name": table, "qis": list(qis), "k": k, **options}, default=str)
+    ncp_sql = None
+    if id_column is not None:
+        qi_list = con.execute("SELECT anon_sql_list(?::VARCHAR[])", [list(qis)]).fetchall()[0][0]
+        ncp_sql = f"SELECT ncp_percent FROM ncp({{release}}, {_literal(con, table)}, {qi_list}, {_literal(con, id_column)})"
+    record = {"source_table": table, "method": "mondrian", "qis": list(qis), "k": k, "arguments": arguments,
+              "sensitive": options.get("sensitive")}
+    return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql)

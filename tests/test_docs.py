@@ -1,0 +1,115 @@
+"""The documentation runs: every ```sql and ```python block of README.md and docs/*.md, in page order, on a
+fresh database holding the example data, and every ```sh block made only of `duckdb-anon` commands.
+
+A block that needs data a test cannot have opts out visibly, with a first line starting
+`-- not run by the tests:` (SQL) or `# not run by the tests:` (Python, shell) followed by the reason.
+
+The example data every page starts from (in a temporary folder that is also the working directory):
+tables `adult` (duckdb_anon.load_adult), `patients` (duckdb_anon.load_patients), the Adult hierarchies
+`h_workclass`, `h_marital_status`, ... (duckdb_anon.load_adult_hierarchies), the files
+`hierarchies/adult_<qi>.txt`, `adult.csv` and `adult.parquet`, and the database file `clinic.duckdb`
+holding the same tables.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import duckdb_anon
+from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, hierarchy_path, load_patients
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+OPT_OUT = ("-- not run by the tests:", "# not run by the tests:")
+
+
+def blocks(page: Path) -> list[tuple[int, str, str]]:
+    """(line, language, code) of every fenced block of a page."""
+    text = page.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def commands(code: str) -> list[str]:
+    """The shell lines of a block, continuation lines joined, comments and blank lines left out."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def runnable(language: str, code: str) -> bool:
+    if code.lstrip().startswith(OPT_OUT):
+        return False
+    if language == "sh":
+        lines = commands(code)
+        return bool(lines) and all(line.startswith("duckdb-anon ") for line in lines)
+    return language in ("sql", "python")
+
+
+def example_data(folder: Path):
+    """The example data of the module docstring; returns a connection to clinic.duckdb."""
+    (folder / "hierarchies").mkdir()
+    for qi in ADULT_HIERARCHY_QIS:
+        shutil.copy(hierarchy_path(qi), folder / "hierarchies" / f"adult_{qi}.txt")
+    con = duckdb_anon.connect(str(folder / "clinic.duckdb"))
+    duckdb_anon.load_adult(con, "adult")
+    duckdb_anon.load_adult_hierarchies(con)
+    load_patients(con)
+    con.execute("COPY adult TO 'adult.csv'")
+    con.execute("COPY adult TO 'adult.parquet'")
+    return con
+
+
+def run_shell(code: str, folder: Path) -> None:
+    for line in commands(code):
+        words = shlex.split(line, comments=True)
+        out = subprocess.run([sys.executable, "-m", "duckdb_anon.cli", *words[1:]], cwd=folder, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, f"{line}\n{out.stdout}\n{out.stderr}"
+
+
+def page_ids():
+    return [str(page.relative_to(ROOT)) for page in PAGES]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_ids())
+def test_every_block_of_the_page_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    found = [(line, language, code) for line, language, code in blocks(page) if runnable(language, code)]
+    con = example_data(tmp_path)
+    namespace = {"duckdb_anon": duckdb_anon, "con": con}
+    try:
+        for line, language, code in found:
+            where = f"{page.name}, block at line {line}"
+            try:
+                if language == "sql":
+                    con.execute(code).fetchall()
+                elif language == "python":
+                    exec(compile(code, where, "exec"), namespace)
+                    con = namespace["con"]
+                else:
+                    con.close()  # the commands open clinic.duckdb themselves
+                    run_shell(code, tmp_path)
+                    con = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
+                    namespace["con"] = con
+            except Exception as err:  # name the block, whatever failed in it
+                raise AssertionError(f"{where} ({language}) failed: {err}\n{code}") from err
+    finally:
+        namespace["con"].close()
+
+
+def test_the_pages_have_blocks_and_links_that_resolve():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+    assert sum(1 for page in PAGES for _, language, code in blocks(page) if runnable(language, code)) >= 15
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 220
+    assert "../shared" not in "".join(page.read_text(encoding="utf-8") for page in PAGES)

@@ -1,0 +1,101 @@
+"""suggest_roles(): one suggestion per column with its evidence, recomputed here with pandas; the suggested
+declarations run as SQL and leave no column undeclared."""
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import duckdb_anon
+
+
+def as_text(series):
+    """Values as the text they compare by, NULL a value of its own."""
+    return series.map(lambda v: "<NULL>" if pd.isna(v) else str(v))
+
+
+def make_people(con, n=400):
+    con.execute(f"""CREATE TABLE people AS SELECT range AS patient_id, 'Name ' || range AS full_name,
+        'p' || range || '@mail.example' AS contact, '+1 555 ' || lpad((range * 7919 % 10000000)::VARCHAR, 7, '0') AS tel,
+        lpad((range % 900 + 100)::VARCHAR, 3, '0') || '-' || lpad((range % 90 + 10)::VARCHAR, 2, '0') || '-' || lpad(range::VARCHAR, 4, '0') AS tax_code,
+        DATE '1940-01-01' + (range * 37 % 20000)::INTEGER AS born, (10000 + range % 37)::VARCHAR AS zip,
+        ['flu', 'asthma', 'none'][range % 3 + 1] AS diagnosis, (range * 104729 % 99991) * 1.5 AS weight_kg,
+        range % 4 AS shift, 'clinic A' AS site FROM range({n})""")
+
+
+def test_roles_and_their_evidence(con):
+    make_people(con)
+    got = con.execute("SELECT * FROM suggest_roles('people')").df().set_index("column_name")
+    data = con.execute("SELECT * FROM people").df()
+    assert list(got.index) == list(data.columns)  # one row per column, in the table's order
+    roles = got["suggested_role"].to_dict()
+    assert roles == {"patient_id": "identifier", "full_name": "identifier", "contact": "identifier", "tel": "identifier",
+                     "tax_code": "identifier", "born": "quasi_identifier", "zip": "quasi_identifier",
+                     "diagnosis": "sensitive", "weight_kg": "identifier", "shift": "quasi_identifier", "site": "insensitive"}
+    assert got.loc["contact", "value_hint"] == "email" and got.loc["tel", "value_hint"] == "phone"
+    assert got.loc["tax_code", "value_hint"] == "ssn" and got.loc["born", "value_hint"] == "date"
+    assert "no evidence" in got.loc["shift", "reason"]  # fails closed: unknown means quasi-identifier
+    for column in data.columns:
+        counts = as_text(data[column]).value_counts()
+        assert got.loc[column, "distinct_share"] == pytest.approx(len(counts) / len(data))
+        assert got.loc[column, "unique_share"] == pytest.approx(counts[counts == 1].sum() / len(data))
+    qis = [c for c, role in roles.items() if role == "quasi_identifier"]
+    together = data[qis].astype(str).agg("|".join, axis=1).value_counts()
+    assert got.loc[qis, "qi_unique_share"].tolist() == pytest.approx([together[together == 1].sum() / len(data)] * len(qis))
+    assert got.loc[["patient_id", "diagnosis"], "qi_unique_share"].isna().all()
+
+
+def test_adult_flags_the_survey_weight(adult_con):
+    got = adult_con.execute("SELECT * FROM suggest_roles('adult')").df().set_index("column_name")
+    weights = adult_con.execute("SELECT fnlwgt, count(*) AS n FROM adult GROUP BY fnlwgt").df()
+    assert got.loc["fnlwgt", "unique_share"] == pytest.approx(weights.loc[weights.n == 1, "n"].sum() / 30162)
+    assert "singles out 47.9 % of rows alone" in got.loc["fnlwgt", "reason"]
+    assert got.loc["rid", "suggested_role"] == "identifier"
+    assert (got["suggested_role"] != "insensitive").all()  # no Adult column is a constant
+
+
+def test_suggested_declarations_run_and_leave_nothing_undeclared(con):
+    make_people(con)
+    text = con.execute("SELECT suggest_roles_sql('people')").fetchall()[0][0]
+    assert text.count("INSERT INTO anon_column_roles") == 11 and "INSERT INTO anon_policies" in text
+    con.execute(text)
+    assert duckdb_anon.apply_policies(con) == {}
+    release = con.execute("SELECT * FROM anonymized('people')").df()
+    assert len(release) == 400 and not {"patient_id", "full_name", "contact", "tel", "tax_code", "weight_kg"} & set(release.columns)
+    assert release.groupby(["born", "zip", "shift"]).size().min() >= 10
+
+
+def test_hostile_table_and_column_names_stay_literals(con):
+    con.execute("""CREATE TABLE "odd 'name" AS SELECT range AS "it's", range % 3 AS "z""ip" FROM range(30)""")
+    text = con.execute("""SELECT suggest_roles_sql('"odd ''name"')""").fetchall()[0][0]
+    con.execute(text)
+    assert con.execute("SELECT column_name FROM anon_column_roles ORDER BY 1").fetchall() == [("it's",), ('z"ip',)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from(["a", "b", None]), st.just(7)),
+                min_size=1, max_size=30))
+def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
+    con = duckdb_anon.connect()
+    try:
+        frame = pd.DataFrame(rows, columns=["x", "y", "c"])
+        con.execute("CREATE TABLE t (x INTEGER, y VARCHAR, c INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+        got = con.execute("SELECT * FROM suggest_roles('t')").df().set_index("column_name")
+        assert list(got.index) == ["x", "y", "c"]
+        for column in frame.columns:
+            counts = as_text(frame[column]).value_counts()
+            assert got.loc[column, "distinct_share"] == pytest.approx(len(counts) / len(frame))
+            assert got.loc[column, "unique_share"] == pytest.approx(counts[counts == 1].sum() / len(frame))
+            assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT * FROM suggest_roles(NULL)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT * FROM suggest_roles(42)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT suggest_roles_sql(NULL)", ["suggest_roles()", "'table_name'"]),
+    ("SELECT * FROM suggest_roles('nope')", ["nope"]),
+])
+def test_bad_input(con, sql, words):
+    from conftest import assert_error_names
+    assert_error_names(con, sql, words)

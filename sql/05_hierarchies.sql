@@ -23,7 +23,7 @@ leaves AS (
 checks AS (
     SELECT anon_check((SELECT n FROM files) = 0, 'hierarchy_from_text', 'file_path', 'names no file: ' || anon_shown(file_path))
            AND anon_check(count(*) = 0, 'hierarchy_from_text', 'file_path',
-                          'names a file without a hierarchy line (leaf;parent;...;root): ' || anon_shown(file_path)) AS ok
+                          'names a file with no hierarchy line (leaf;parent;...;root): ' || anon_shown(file_path)) AS ok
     FROM leaves)
 SELECT leaf, path FROM leaves
 UNION ALL  -- the checks as a branch of their own, so that they run when there are no leaves (never a row)

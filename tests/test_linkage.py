@@ -246,7 +246,7 @@ def test_labels_by_hand_with_and_without_hierarchies(handmade):
     ("linkage_classes('rel', 'people', 'a', 'id')", ["linkage_classes()", "'qis'", "list"]),
     ("linkage_classes('rel', 'people', [], 'id')", ["linkage_classes()", "'qis'", "at least one"]),
     ("linkage_classes('rel', 'people', ['a', 'A'], 'id')", ["linkage_classes()", "'qis'", "twice"]),
-    ("linkage_classes('rel', 'people', ['a'], NULL)", ["linkage_classes()", "'id_column'"]),
+    ("linkage_classes('rel', 'people', ['a'], 1)", ["linkage_classes()", "'id_column'"]),
     ("linkage_classes('rel', 'people', ['a', 'id'], 'id')", ["linkage_classes()", "'id_column'"]),
     ("linkage_classes('rel', 'people', ['a'], 'id', hierarchies := 'h')", ["linkage_classes()", "'hierarchies'"]),
     ("linkage_classes('rel', 'people', ['a'], 'id', hierarchies := {'c': 'h'})", ["linkage_classes()", "'hierarchies'"]),

@@ -37,9 +37,6 @@ CREATE TABLE IF NOT EXISTS anon_policies (
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
 
--- A SQL identifier that cannot escape its quotes.
-CREATE OR REPLACE MACRO anon_sql_identifier(s) AS '"' || replace(s::VARCHAR, '"', '""') || '"';
-
 -- What is wrong with a pseudonym key, or NULL for a key of 128 bits or more: at least 32 hexadecimal digits,
 -- or at least 22 characters of the base64 / base64url alphabet that are not all hexadecimal digits, with
 -- at least 10 different characters (a repeated pattern is no random key).
@@ -182,7 +179,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
 CREATE OR REPLACE MACRO anon_compile_policies() AS (
     SELECT 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
            || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(tn) || ' THEN ' || anon_sql_literal(anon_policy_sql(tn)), ' ' ORDER BY tn), '')
-           || ' ELSE error(''anonymized(): no policy applied for table '''''' || table_name || '''''': declare it in '
+           || ' ELSE error(''anonymized(): argument ''''table_name'''': no policy applied for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it in '
            || 'anon_column_roles and anon_policies, then run duckdb_anon.apply_policies(con)'') END)'
     FROM (SELECT table_name AS tn FROM anon_policies UNION SELECT table_name FROM anon_column_roles));
 

@@ -18,15 +18,33 @@
 --   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
 --                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
 
+-- Can a QI of x's type be generalized: a number, date or time, text, ENUM or BOOLEAN?
+CREATE OR REPLACE MACRO anon_is_generalizable(x) AS
+    anon_is_numeric(x) OR regexp_matches(typeof(x), '^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$');
+
+-- A width as a share of the table's range (0 when the QI is constant).
+CREATE OR REPLACE MACRO anon_share(width, whole) AS CASE WHEN whole > 0 THEN width / whole ELSE 0.0 END;
+
+-- Is column `c` one of the QIs? Names match as DuckDB matches them, whatever their case.
+CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, lambda q: lower(q)), lower(c));
+
 CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
     SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);
 
 CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order, fn := 'mondrian', hierarchy_sql := NULL,
                                    sensitive := NULL) AS TABLE
-WITH grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its sensitive value
+WITH
+qi_types AS (  -- every QI can be generalized: numbers, dates and times, text, ENUM, BOOLEAN (checked on the
+               -- column types alone, so an empty table is checked too)
+    SELECT [*COLUMNS(*)] AS ok
+    FROM (SELECT anon_is_generalizable(COLUMNS(qis))
+                 OR error(fn || '(): argument ''qis'': column ''' || alias(COLUMNS(qis)) || ''' has type '
+                          || typeof(COLUMNS(qis)) || ', which cannot be generalized')
+          FROM (SELECT 1) LEFT JOIN (SELECT COLUMNS(qis) FROM query_table(table_name) LIMIT 0) ON true)),
+grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its sensitive value
     SELECT COLUMNS(qis), CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s,
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
-    FROM anon_numbered(table_name) GROUP BY ALL),
+    FROM anon_numbered(table_name) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
@@ -85,9 +103,10 @@ nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range bey
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d)),
-keyed AS MATERIALIZED (  -- vrank: the cell's place in QI-vector order, for relaxed mode's tie sharing
-    SELECT cell, n, s, keys, row_number() OVER (ORDER BY keys, cell) AS vrank
-    FROM (SELECT cell, n, s, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls)),
+keyed AS MATERIALIZED (
+    SELECT cell, n, s, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls),
+vranks AS MATERIALIZED (  -- relaxed mode only: the cell's place in QI-vector order, for sharing ties
+    SELECT cell, row_number() OVER (ORDER BY keys, cell) AS vrank FROM keyed WHERE mode = 'relaxed'),
 hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
     SELECT list_transform(qis, lambda q: h.nodes[lower(q)]) AS nodes,
            list_transform(qis, lambda q: h.leaf_counts[lower(q)]) AS leaf_counts
@@ -97,9 +116,14 @@ leaf_ancestors AS MATERIALIZED (  -- per (QI position, leaf code): the code runs
     FROM anon_hierarchy_leaves(fn, hierarchy_sql, checked := false)),
 span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): normaliser and root region
     SELECT list(lo ORDER BY d) AS root_lo, list(hi ORDER BY d) AS root_hi,
-           list(CASE WHEN hi > lo THEN 1.0 / (hi - lo) ELSE 0.0 END ORDER BY d) AS inv,
+           list(hi - lo ORDER BY d) AS ranges,  -- widths are divided by these (a product with the inverse
+           -- can round the whole range below 1 and break a tie between QIs)
            any_value(h.nodes) AS hnodes, any_value(h.leaf_counts) AS hleaves,
-           (SELECT sum(n) FROM keyed)::BIGINT AS total_rows
+           (SELECT sum(n) FROM keyed)::BIGINT AS total_rows,
+           -- medians by rows when cells are mostly single rows and no cut needs its sides counted
+           sensitive IS NULL AND coalesce(struct_extract(model, 'suppress'), 0) = 0
+               AND list_bool_and(list_transform(any_value(h.nodes), lambda x: x IS NULL))
+               AND (SELECT 10 * count(*) >= 9 * sum(n) FROM keyed) AS by_rows
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM keyed) GROUP BY d), hierarchies h),
 table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, for the models
@@ -110,10 +134,10 @@ table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, 
 -- The recursive state is kept narrow, (cell, off, n, part, step) plus the region for split_rule
 -- 'inherited' and the partition's suppression budget (rows it may still suppress; 0 without
 -- max_suppression); each iteration joins the cells' keys back in. Suppressed pieces get part -1 and stop.
--- Each iteration emits only the pieces it moved,
--- and a piece's last row (highest step) is where it ended: a plain UNION ALL and one final pick cost less
--- than maintaining USING KEY's table in every iteration.
-parts(cell, off, n, part, step, blo, bhi, budget) AS (
+-- Each iteration emits only the pieces it moved; USING KEY (cell, off) keeps each piece's latest row, so
+-- the table stays one row per piece. (A plain UNION ALL keeps every level's rows, about levels x rows in
+-- all, and then needs a final pick: at 200k high-cardinality rows it took twice as long.)
+parts(cell, off, n, part, step, blo, bhi, budget) USING KEY (cell, off) AS (
     SELECT cell, 0::BIGINT, n::BIGINT, 0::BIGINT, 0,
            CASE WHEN rule = 'inherited' THEN span.root_lo END::DOUBLE[],
            CASE WHEN rule = 'inherited' THEN span.root_hi END::DOUBLE[],
@@ -128,13 +152,60 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
                      || '-diverse in ''' || coalesce(sensitive, '') || '''')
     UNION ALL
     (WITH
-    state AS (SELECT p.*, kd.keys, kd.vrank, kd.s FROM parts p JOIN keyed kd USING (cell) WHERE p.part >= 0),
-    freq AS (  -- rows per (partition, QI, key), with the partition's region bounds for that QI
+    state AS (SELECT p.*, kd.keys, kd.s FROM parts p JOIN keyed kd USING (cell) WHERE p.part >= 0),
+    unnested AS NOT MATERIALIZED (SELECT part, n, blo, bhi, budget, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state),
+    -- Medians are found one of two ways, chosen once per table (span.by_rows); both give the key where the
+    -- partition's running row count, in key order, first reaches n//2.
+    -- By rows (cells mostly single rows and no cut to check, as in high-cardinality tables): the median is
+    -- the (n//2)-th smallest row key, selected by quantile_disc without sorting. quantile_disc(0.5) takes
+    -- the ceil(m/2)-th of m keys, so each group gets one extra key below all others; a cell of several rows
+    -- counts once per row. Each partition's widest QI is tried first (round 1); only the partitions whose
+    -- widest cut fails (strict mode) have every QI's median found (round 2).
+    row_sizes AS (  -- per (partition, QI): rows, range and width
+        SELECT part, d, n, lo, hi, blo_d, bhi_d, budget,
+               CASE WHEN rule = 'inherited' THEN anon_share(bhi_d - blo_d, span.ranges[d + 1]) ELSE anon_share(hi - lo, span.ranges[d + 1]) END AS width
+        FROM (SELECT part, d, sum(n) AS n, min(key) AS lo, max(key) AS hi, any_value(blo[d + 1]) AS blo_d,
+                     any_value(bhi[d + 1]) AS bhi_d, any_value(budget) AS budget
+              FROM unnested WHERE (SELECT by_rows FROM span) GROUP BY part, d HAVING sum(n) >= 2), span),
+    widest AS (  -- the first QI a cut can use: the widest whose keys differ, ties to the earliest
+        SELECT part, arg_max(d, [width, -d]) AS d FROM row_sizes WHERE hi > lo GROUP BY part),
+    round1 AS (SELECT part, w.d, state.n, state.keys[w.d + 1] AS key FROM state JOIN widest w USING (part)),
+    splits1 AS (
+        SELECT part, d, quantile_disc(key, 0.5) AS split
+        FROM (SELECT part, d, key FROM round1 WHERE n = 1
+              UNION ALL SELECT part, d, unnest(list_resize([key], n::BIGINT, key)) FROM round1 WHERE n > 1
+              UNION ALL SELECT part, d, '-inf'::DOUBLE FROM widest)
+        GROUP BY part, d),
+    medians1 AS (
+        SELECT part, d, any_value(split) AS split, sum(n) FILTER (WHERE key = split) AS cnt,
+               sum(n) FILTER (WHERE key <= split) AS cum, min(key) FILTER (WHERE key > split) AS nxt
+        FROM round1 JOIN splits1 USING (part, d) GROUP BY part, d),
+    failed AS (  -- strict mode: the partitions whose widest cut leaves a side under k rows
+        SELECT part FROM medians1 JOIN row_sizes USING (part, d) WHERE mode = 'strict' AND NOT (cum >= k AND n - cum >= k)),
+    round2 AS (SELECT part, unnest(range(len(keys))) AS d, n, unnest(keys) AS key
+               FROM state WHERE (SELECT by_rows FROM span) AND part IN (SELECT part FROM failed)),
+    splits2 AS (
+        SELECT part, d, quantile_disc(key, 0.5) AS split
+        FROM (SELECT part, d, key FROM round2 WHERE n = 1
+              UNION ALL SELECT part, d, unnest(list_resize([key], n::BIGINT, key)) FROM round2 WHERE n > 1
+              UNION ALL SELECT part, d, '-inf'::DOUBLE FROM row_sizes WHERE part IN (SELECT part FROM failed))
+        GROUP BY part, d),
+    medians2 AS (
+        SELECT part, d, any_value(split) AS split, sum(n) FILTER (WHERE key = split) AS cnt,
+               sum(n) FILTER (WHERE key <= split) AS cum, min(key) FILTER (WHERE key > split) AS nxt
+        FROM round2 JOIN splits2 USING (part, d) GROUP BY part, d),
+    row_medians AS (  -- in the shape of the count medians below
+        SELECT part, d, split, cnt, blo_d, bhi_d, budget, cum, n, lo, hi, nxt
+        FROM (SELECT * FROM medians1 WHERE part NOT IN (SELECT part FROM failed) UNION ALL SELECT * FROM medians2)
+        JOIN row_sizes USING (part, d)),
+    -- By counts: rows per (partition, QI, key), then one window pass of running counts; the median row is
+    -- where they reach n//2.
+    freq AS (
         SELECT part, d, key, sum(n) AS cnt, any_value(blo[d + 1]) AS blo_d, any_value(bhi[d + 1]) AS bhi_d,
                any_value(budget) AS budget
-        FROM (SELECT part, n, blo, bhi, budget, unnest(range(len(keys))) AS d, unnest(keys) AS key FROM state)
+        FROM unnested WHERE NOT (SELECT by_rows FROM span)
         GROUP BY part, d, key),
-    medians AS (  -- per (partition, QI): the median row, where the running count first reaches n//2
+    medians AS (
         SELECT * FROM (
             SELECT part, d, key AS split, cnt, blo_d, bhi_d, budget,
                    sum(cnt) OVER w AS cum,
@@ -143,7 +214,9 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
                    last_value(key) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS hi,
                    lead(key) OVER w AS nxt
             FROM freq WINDOW w AS (PARTITION BY part, d ORDER BY key))
-        WHERE cum >= n // 2 AND cum - cnt < n // 2),
+        WHERE cum >= n // 2 AND cum - cnt < n // 2
+        UNION ALL
+        SELECT * FROM row_medians),
     candidates AS (
         SELECT part, d, lo, hi, split, nxt, cum - cnt AS below, budget,
                -- cuts whose sides are counted below: hierarchical ones, and any when a model or suppression is on
@@ -157,8 +230,8 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
                                               OR (budget > 0 AND n - cum > 0 AND (cum >= k OR n - cum >= k))
                     ELSE n // 2 >= k AND hi > lo END AS valid,
                CASE WHEN span.hnodes[d + 1] IS NOT NULL THEN anon_hierarchy_width(span.hnodes[d + 1], span.hleaves[d + 1], lo, hi)
-                    WHEN rule = 'inherited' THEN (bhi_d - blo_d) * span.inv[d + 1]
-                    ELSE (hi - lo) * span.inv[d + 1] END AS width
+                    WHEN rule = 'inherited' THEN anon_share(bhi_d - blo_d, span.ranges[d + 1])
+                    ELSE anon_share(hi - lo, span.ranges[d + 1]) END AS width
         FROM medians, span),
     sides AS (  -- the groups a cut would make, where they need checking: the children of a hierarchical QI's
                 -- node, the two halves of a numeric cut (for the models and suppression)
@@ -192,7 +265,9 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
         QUALIFY row_number() OVER (PARTITION BY part ORDER BY width DESC, d) = 1),
     regions AS (  -- split_rule 'inherited' only: every QI's width and actual range, to update the region
         SELECT part, list([width, -d] ORDER BY d) AS widths, list(lo ORDER BY d) AS los, list(hi ORDER BY d) AS his
-        FROM candidates WHERE rule = 'inherited' GROUP BY part),
+        FROM (SELECT part, d, width, lo, hi FROM candidates WHERE NOT (SELECT by_rows FROM span)
+              UNION ALL SELECT part, d, width, lo, hi FROM row_sizes)  -- round 1 has one QI's median only
+        WHERE rule = 'inherited' GROUP BY part),
     placed AS (  -- the cell's side of a checked cut: for a hierarchical cut, hier_before = the rows of the
                  -- children before its own; suppressed when its side is not good; the budget its side inherits
         SELECT * EXCLUDE (side_info, parent_budget, failing, good_rows),
@@ -209,7 +284,7 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
                -- stay together), then row order
         SELECT cell, off, coalesce(sum(n) OVER (PARTITION BY part ORDER BY vrank, off
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-        FROM placed WHERE mode = 'relaxed' AND v = split AND NOT hier),
+        FROM placed JOIN vranks USING (cell) WHERE mode = 'relaxed' AND v = split AND NOT hier),
     shares AS (  -- rows of each cell that go left: all, none, or a tie cell's share of the ties
         SELECT p.*, CASE WHEN hier OR v < split OR (mode = 'strict' AND v = split) THEN n
                          WHEN v > split THEN 0
@@ -235,7 +310,7 @@ parts(cell, off, n, part, step, blo, bhi, budget) AS (
     WHERE piece.n > 0)
 )
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
-FROM (SELECT cell, off, arg_max(n, step) AS n, arg_max(part, step) AS part FROM parts GROUP BY cell, off) p
+FROM (SELECT cell, off, n, part FROM parts) p
 JOIN cells c ON c.__anon_cell = p.cell;
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
@@ -280,31 +355,29 @@ labels AS (  -- a QI with a hierarchy reads as the node covering the class's lea
                    'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
                    'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}}
     FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql, checked := false) h),
-cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class's labels;
-    -- k may not exceed the row count, the total of the cells (an empty table has no cells and no release)
-    SELECT c.__anon_key, c.__anon_s, c.cell, lb.* EXCLUDE (part)
+cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class; the labels
+    -- join by class once rows have found their cells. k may not exceed the row count, the total of the
+    -- cells (an empty table has no cells and no release)
+    SELECT __anon_key, __anon_s, cell AS __anon_cellid, part AS __anon_part
     FROM (SELECT any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s, cell, CASE WHEN count(*) = 1 THEN any_value(part) END AS part,
                  sum(sum(n)) OVER () AS total_rows
-          FROM pieces GROUP BY cell) c
-    LEFT JOIN labels lb ON lb.part = c.part
-    WHERE anon_check(k > c.total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only '
-                                                 || c.total_rows::VARCHAR || ' rows')),
+          FROM pieces GROUP BY cell)
+    WHERE anon_check(k > total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only ' || total_rows::VARCHAR || ' rows')),
 located AS (
-    SELECT r.* EXCLUDE (__anon_key, __anon_s), c.* EXCLUDE (__anon_key, __anon_s)
-    FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
+    SELECT r.* EXCLUDE (__anon_key, __anon_s), c.__anon_cellid, c.__anon_part
+    FROM (SELECT COLUMNS(lambda c: NOT anon_is_qi(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
                  CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
           FROM anon_numbered(table_name)) r
     JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key AND r.__anon_s IS NOT DISTINCT FROM c.__anon_s)
-SELECT * EXCLUDE (cell) FROM located WHERE __anon_class IS NOT NULL
+SELECT l.* EXCLUDE (__anon_cellid, __anon_part), lb.* EXCLUDE (part) FROM located l JOIN labels lb ON lb.part = l.__anon_part
 UNION ALL BY NAME  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece. The
                   -- mode test lets the optimizer drop this branch (and its sort) in strict mode.
-SELECT l.* EXCLUDE (cell, __anon_rank), lb.* EXCLUDE (part)
-FROM (SELECT COLUMNS(lambda c: NOT list_contains(qis, c) AND c NOT IN ('__anon_class', '__anon_size')),
-             row_number() OVER (PARTITION BY cell ORDER BY __anon_row) - 1 AS __anon_rank
-      FROM located WHERE __anon_class IS NULL AND mode = 'relaxed') l
+SELECT l.* EXCLUDE (__anon_cellid, __anon_rank), lb.* EXCLUDE (part)
+FROM (SELECT * EXCLUDE (__anon_part), row_number() OVER (PARTITION BY __anon_cellid ORDER BY __anon_row) - 1 AS __anon_rank
+      FROM located WHERE __anon_part IS NULL AND mode = 'relaxed') l
 ASOF JOIN (SELECT cell, off, part FROM pieces
-           WHERE mode = 'relaxed' AND cell IN (SELECT cell FROM cells WHERE __anon_class IS NULL)) p
-    ON p.cell = l.cell AND l.__anon_rank >= p.off
+           WHERE mode = 'relaxed' AND cell IN (SELECT __anon_cellid FROM cells WHERE __anon_part IS NULL)) p
+    ON p.cell = l.__anon_cellid AND l.__anon_rank >= p.off
 JOIN labels lb ON lb.part = p.part;
 
 -- mondrian(): the release. Every source row and column, in the source's column order, each QI replaced by
@@ -316,7 +389,7 @@ CREATE OR REPLACE MACRO anon_mondrian_release(shape, table_name, qis, k, mode, c
 SELECT * EXCLUDE (__anon_row) FROM (
     (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
     UNION ALL BY NAME
-    (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT list_contains(qis, c))),
+    (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT anon_is_qi(qis, c))),
             struct_extract(COLUMNS(qis), shape)
      FROM anon_mondrian_labelled('mondrian', table_name, qis, k, mode, categorical_order, split_rule,
                                   hierarchy_sql, sensitive, model)));

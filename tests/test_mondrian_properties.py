@@ -102,3 +102,32 @@ def test_enum_qi_follows_the_chosen_category_order(con, order, expected_lo):
     text = con.execute(f"SELECT DISTINCT lvl FROM mondrian('t', ['lvl', 'x'], 60, categorical_order := '{order}')").fetchall()
     expected = "{low,mid,high}" if order == "value" else "{high,low,mid}"
     assert text == [(expected,)]
+
+
+@st.composite
+def distinct_tables(draw):
+    """Nearly every row its own QI vector (the high-cardinality shape), plus a two-valued QI whose ties make
+    the widest cut fail, and a few repeated rows."""
+    n = draw(st.integers(2, 60))
+    rows = draw(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 1), st.floats(-1e6, 1e6, allow_nan=False)),
+                         min_size=n, max_size=n))
+    repeats = draw(st.lists(st.integers(0, n - 1), max_size=n // 12))
+    rows += [rows[i] for i in repeats]
+    return (pd.DataFrame(rows, columns=["x", "s", "y"]).assign(id=range(len(rows))), draw(st.integers(1, 12)),
+            draw(st.sampled_from(["strict", "relaxed"])))
+
+
+@SETTINGS
+@given(distinct_tables(), st.permutations(["x", "s", "y"]))
+def test_high_cardinality_partition_equals_the_reference_implementation(con, case, order):
+    df, k, mode = case
+    k = min(k, len(df))
+    con.register("df_view", df)
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT id, x::INTEGER AS x, s::INTEGER AS s, y::DOUBLE AS y FROM df_view")
+    con.unregister("df_view")
+    qis = "[" + ", ".join(f"'{q}'" for q in order) + "]"
+    classes = con.execute(f"SELECT row_id, class_id FROM mondrian_classes('t', {qis}, {k}, '{mode}')").df()
+    keys = list(zip(*(df[q].astype(float) for q in order)))
+    expected = sorted(tuple(sorted(c)) for c in mondrian_reference(keys, k, mode))
+    got = sorted(tuple(sorted(g)) for g in (classes["row_id"] - 1).groupby(classes["class_id"]).apply(list))
+    assert got == expected

@@ -1,0 +1,58 @@
+"""QI and sensitive names match the table's columns whatever their case; QIs of types that cannot be
+generalized are refused with an error naming the function, 'qis', the column and its type."""
+import pytest
+
+from conftest import assert_error_names
+
+
+@pytest.fixture
+def patients(con):
+    con.execute("""CREATE TABLE patients AS SELECT range AS id, 20 + range % 50 AS Age, (10000 + range * 7 % 300)::VARCHAR AS zip,
+                   range % 2 AS sex, ['flu', 'cold', 'covid'][range % 3 + 1] AS Diagnosis FROM range(200)""")
+    con.execute("CREATE TABLE h_age AS SELECT * FROM hierarchy_intervals('patients', 'age', [10, 20])")
+    return con
+
+
+def rows(con, sql):
+    return sorted(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("args", ["", ", mode := 'relaxed'", ", output := 'typed'", ", sensitive := 'diagnosis', l := 2",
+                                  ", hierarchies := {'AGE': 'h_age'}"])
+def test_qi_names_in_any_case_give_the_same_release(patients, args):
+    exact = rows(patients, f"SELECT * FROM mondrian('patients', ['Age', 'zip'], 10{args})")
+    other = rows(patients, f"SELECT * FROM mondrian('patients', ['AGE', 'Zip'], 10{args.replace('diagnosis', 'DIAGNOSIS')})")
+    assert exact == other
+    assert len(other) == 200
+    names = [d[0] for d in patients.execute(f"SELECT * FROM mondrian('patients', ['AGE', 'Zip'], 10{args})").description]
+    assert names == ["id", "Age", "zip", "sex", "Diagnosis"]  # the table's own names and order
+
+
+def test_classes_accept_names_in_any_case(patients):
+    exact = rows(patients, "SELECT row_id, class_id FROM mondrian_classes('patients', ['Age', 'zip'], 10)")
+    assert rows(patients, "SELECT row_id, class_id FROM mondrian_classes('patients', ['aGe', 'ZIP'], 10)") == exact
+
+
+def test_a_column_listed_twice_in_different_cases_is_an_error(patients):
+    assert_error_names(patients, "SELECT * FROM mondrian('patients', ['age', 'AGE'], 10)", ["mondrian()", "'qis'", "twice"])
+
+
+@pytest.mark.parametrize("column, type_name", [("s", "STRUCT("), ("l", "BIGINT[]"), ("m", "MAP("), ("u", "UUID"),
+                                                ("b", "BLOB"), ("iv", "INTERVAL")])
+@pytest.mark.parametrize("fn", ["mondrian", "mondrian_classes"])
+def test_a_qi_that_cannot_be_generalized_is_named(con, fn, column, type_name):
+    con.execute("""CREATE TABLE t AS SELECT range AS id, range % 7 AS a, {'p': range} AS s, [range] AS l, map([range], [1]) AS m,
+                   uuid() AS u, 'x'::BLOB AS b, INTERVAL 1 DAY * range AS iv FROM range(30)""")
+    con.execute("CREATE TABLE e AS SELECT * FROM t LIMIT 0")
+    for table in ("t", "e"):  # an empty table is refused too
+        assert_error_names(con, f"SELECT * FROM {fn}('{table}', ['a', '{column}'], 5)",
+                           [f"{fn}(): argument 'qis': column '{column}' has type {type_name}", "cannot be generalized"])
+
+
+def test_boolean_time_and_enum_qis_are_generalized(con):
+    con.execute("CREATE TYPE level AS ENUM ('low', 'mid', 'high')")
+    con.execute("""CREATE TABLE t AS SELECT range AS id, range % 2 = 0 AS flag, TIME '08:00' + to_minutes(range % 9) AS at,
+                   (['low', 'mid', 'high'][range % 3 + 1])::level AS lvl FROM range(60)""")
+    release = con.execute("SELECT * FROM mondrian('t', ['flag', 'at', 'lvl'], 5)").df()
+    assert len(release) == 60
+    assert release.groupby(["flag", "at", "lvl"]).size().min() >= 5

@@ -96,7 +96,8 @@ SELECT * FROM anon_linkage_rank(
 -- in row order, cut every segment_size values), so each person's segment and position. A segment is
 -- found in the release as the shift c that places its distinct values v_1 < v_2 < ... onto released
 -- values: candidate shifts are y - v_1 for every released y at which v_2 + c is also released (within
--- tol = tolerance standard deviations of the original column); each is scored by how many of the
+-- tol = tolerance standard deviations of the original column), and v_3, v_4 as well; each is scored by
+-- how many of the
 -- segment's distinct values land within tol of a released value, and the best is kept when it places at
 -- least half of them. Then rank to rank: the m people holding value v are linked, in row order, to the m
 -- released records nearest v + c, in value order. Segments of one repeated value have no pattern.
@@ -124,22 +125,31 @@ vals AS MATERIALIZED (  -- each segment's distinct values, numbered
     SELECT segment, v, count(*) AS m, dense_rank() OVER (PARTITION BY segment ORDER BY v) AS vi,
            count(*) OVER (PARTITION BY segment) AS distinct_values
     FROM orig GROUP BY segment, v),
-shifts AS (  -- candidate shifts: v_1 onto a released value, with v_2 landing on one too
-    SELECT a.segment, r.y - a.v AS c, a.second
-    FROM (SELECT segment, min(v) AS v, min(v) FILTER (WHERE vi = 2) AS second FROM vals GROUP BY segment HAVING count(*) > 1) a,
-         rel r),
+probes AS (  -- per segment with a pattern: v_1 and the next three distinct values (NULL when absent)
+    SELECT segment, min(v) AS v1, min(v) FILTER (WHERE vi = 2) AS v2, min(v) FILTER (WHERE vi = 3) AS v3,
+           min(v) FILTER (WHERE vi = 4) AS v4
+    FROM vals GROUP BY segment HAVING count(*) > 1),
+-- Candidate shifts put v_1 on a released value; each must also put v_2, v_3 and v_4 on one (a cascade of
+-- ASOF joins: the first released value at or above v + c - tol, kept when it lies within v + c + tol).
+shift2 AS MATERIALIZED (
+    SELECT s.segment, s.c, s.v3, s.v4, s.t
+    FROM (SELECT p.segment, r.y - p.v1 AS c, p.v2 + r.y - p.v1 - tl.t AS lo, p.v3, p.v4, tl.t
+          FROM probes p, rel r, tol tl) s
+    ASOF JOIN rel r ON s.lo <= r.y WHERE r.y <= s.lo + 2 * s.t),
+shift3 AS MATERIALIZED (
+    SELECT s.segment, s.c, s.v4, s.t
+    FROM (SELECT *, coalesce(v3, 'inf'::DOUBLE) + c - t AS lo FROM shift2) s
+    ASOF LEFT JOIN rel r ON s.lo <= r.y WHERE s.v3 IS NULL OR r.y <= s.lo + 2 * s.t),
 kept AS MATERIALIZED (
-    SELECT s.segment, s.c
-    FROM (SELECT *, second + c - (SELECT t FROM tol) AS lo FROM shifts) s
-    ASOF JOIN rel r ON s.lo <= r.y
-    WHERE r.y <= s.second + s.c + (SELECT t FROM tol)),
+    SELECT s.segment, s.c, s.t
+    FROM (SELECT *, coalesce(v4, 'inf'::DOUBLE) + c - t AS lo FROM shift3) s
+    ASOF LEFT JOIN rel r ON s.lo <= r.y WHERE s.v4 IS NULL OR r.y <= s.lo + 2 * s.t),
 scored AS (  -- how many of the segment's other distinct values land on a released value
-    SELECT k.segment, k.c, count(*) FILTER (WHERE r.y <= p.target + (SELECT t FROM tol)) AS score
-    FROM kept k
-    JOIN (SELECT segment, v FROM vals WHERE vi > 1) w ON w.segment = k.segment
-    CROSS JOIN LATERAL (SELECT w.v + k.c AS target, w.v + k.c - (SELECT t FROM tol) AS lo) p
+    SELECT p.segment, p.c, count(*) FILTER (WHERE r.y <= p.lo + 2 * p.t) AS score
+    FROM (SELECT k.segment, k.c, k.t, w.v + k.c - k.t AS lo
+          FROM kept k JOIN vals w ON w.segment = k.segment AND w.vi > 1) p
     ASOF LEFT JOIN rel r ON p.lo <= r.y
-    GROUP BY k.segment, k.c),
+    GROUP BY p.segment, p.c),
 found AS (
     SELECT b.segment, b.c
     FROM (SELECT segment, max_by(c, {'score': score, 'c': -c}) AS c, max(score) AS score FROM scored GROUP BY segment) b

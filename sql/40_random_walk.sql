@@ -13,7 +13,8 @@
 --             extremes unless the user passes them;
 --   'domain'  every value between lower and upper (default: the column's min and max): whole segments can
 --             be carried anywhere in the column, which destroys the data yet keeps each segment's shape;
---   'segment' each segment between its neighbours' edge values, so the whole column keeps its order.
+--   'segment' each segment up to the midpoints to its neighbours' edge values, so the whole column keeps
+--             its order.
 -- NULLs stay NULL. segment_size and group_by must be those the locality table was made with; a table that
 -- does not match the column's segments is an error.
 
@@ -70,8 +71,9 @@ checks AS (
                       'does not match column ''' || column_name || ''' (segment_size ' || segment_size::VARCHAR
                       || '): ' || (SELECT count(*) FILTER (mismatch) FROM loc)::VARCHAR || ' constraints name other rows or values') AS ok
     FROM domain d),
-segment_edges AS (  -- 'segment': between the neighbouring segments' edge values (same group)
-    SELECT segment, coalesce(lag(smax) OVER w, d.lo) AS slo, coalesce(lead(smin) OVER w, d.hi) AS shi
+segment_edges AS (  -- 'segment': up to the midpoints between each segment's edge values and its neighbours'
+                    -- (same group), so no two segments' ranges overlap and the column keeps its order
+    SELECT segment, coalesce((lag(smax) OVER w + smin) / 2, d.lo) AS slo, coalesce((smax + lead(smin) OVER w) / 2, d.hi) AS shi
     FROM (SELECT segment, any_value(grp) AS grp, min(value) AS smin, max(value) AS smax FROM seg GROUP BY segment), domain d
     WINDOW w AS (PARTITION BY grp ORDER BY segment)),
 boxes AS (  -- one box per value

@@ -145,6 +145,8 @@ def report(args: argparse.Namespace) -> int:
             threshold=args.threshold)
         anon_report.check_inputs(con, request)
         started = time.perf_counter()
+        if args.perturbed:
+            return _perturbed_report(con, request, target, started)
         measures = anon_report.gather(con, request)
         anon_report.write_html(target, request, measures, anon_report.render_plots(request, measures))
         print(anon_report.summary_text(request, measures))
@@ -152,6 +154,16 @@ def report(args: argparse.Namespace) -> int:
         return 0
     finally:
         con.close()
+
+
+def _perturbed_report(con: duckdb.DuckDBPyConnection, request, target: Path, started: float) -> int:
+    """--perturbed: distortion and the linkage audits of a perturbed release instead of class measures."""
+    if request.original is None:
+        raise BadArgument("--perturbed", "needs --original ORIGINAL --id ID_COLUMN: the audits compare with the original")
+    measures = anon_report.gather_perturbed(con, request)
+    print(anon_report.write_perturbed_html(target, request, measures))
+    print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
+    return 0
 
 
 def install_into(args: argparse.Namespace) -> int:
@@ -194,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep.add_argument("--db", metavar="FILE.duckdb", help="read RELEASE and ORIGINAL as tables of this DuckDB file")
     p_rep.add_argument("--threshold", type=float, default=0.2,
                        help="prosecutor risk above which a record counts as at risk (default 0.2)")
+    p_rep.add_argument("--perturbed", action="store_true",
+                       help="a perturbed release (random_walk(), noise): distortion and re-linkage by nearest values, "
+                            "rank and segment pattern, against --original (numeric --qi columns)")
     p_rep.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p_rep.add_argument("--quiet", action="store_true", help="no progress bar")
     p_rep.set_defaults(func=report)

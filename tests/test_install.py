@@ -71,6 +71,8 @@ PLAIN_CLIENT_CALLS = {
     "deanonymize_evaluate": "SELECT * FROM deanonymize_evaluate('ratings', 'aux', 'truth')",
     "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",
     "linkage_classes": "SELECT * FROM linkage_classes('p_k5', 'p', ['age', 'zip'], 'id')",
+    "linkage_rank": "SELECT * FROM linkage_rank('p', 'p', ['age'], 'id')",
+    "linkage_pattern": "SELECT * FROM linkage_pattern('p', 'p', 'age', 'id')",
     "anonymized": "SELECT * FROM anonymized('p')",
     "anon_compile_policies": "SELECT anon_compile_policies()",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",

@@ -54,7 +54,7 @@ def extraction(con):
         xs, ys = [], []
         for size in range(100, 1000, 100):
             start = time.perf_counter()
-            con.execute(f"CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('{table}', '{col}', segment_size := {size})")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('{table}', '{col}', segment_size := {size}, sample := 1)")
             took = time.perf_counter() - start
             segments, constraints = con.execute("SELECT count(DISTINCT segment), count(*) FROM l").fetchone()
             per_segment = took / segments
@@ -76,10 +76,10 @@ def extraction(con):
 def walking(con):
     rows, xs, ys, iterations = [], [], [], 200
     for sample in (0.05, 0.1, 0.2, 0.4, 0.7, 1.0):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('synthetic', 'x1', sample := {sample}, seed := 1)")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('synthetic', 'x1', segment_size := 100, sample := {sample}, seed := 1)")
         constraints = con.execute("SELECT count(*) FROM l").fetchone()[0]
         start = time.perf_counter()
-        con.execute(f"CREATE OR REPLACE TEMP TABLE w AS SELECT * FROM random_walk('synthetic', 'x1', 'l', iterations := {iterations})")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE w AS SELECT * FROM random_walk('synthetic', 'x1', 'l', iterations := {iterations}, segment_size := 100)")
         took = time.perf_counter() - start
         rows.append([sample, f"{constraints:,}", f"{took:.2f}", f"{took / iterations * 1000:.2f}",
                      f"{(constraints + 3 * 10000) * iterations / took:,.0f}"])
@@ -100,7 +100,7 @@ def walking(con):
 
 def _loop_versus_vectorized(con):
     """The same walk, all segments at once versus one segment at a time in a Python loop."""
-    con.execute("CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('synthetic', 'x1', sample := 0.1, seed := 1)")
+    con.execute("CREATE OR REPLACE TEMP TABLE l AS SELECT * FROM localities('synthetic', 'x1', segment_size := 100, sample := 0.1, seed := 1)")
     seg = con.execute("SELECT segment, pos, value, row_id FROM anon_segments('synthetic', 'x1', 100, NULL) ORDER BY segment, pos").df()
     loc = con.execute("SELECT segment, i, j, k, relation = '<=' AS le FROM l").df()
     x = seg["value"].to_numpy()

@@ -16,12 +16,14 @@ def quote(name: str) -> str:
 
 
 def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], target: str, *,
-                      segment_size: int = 100, sample: float = 1.0, seed: int = 0, iterations: int = 4000,
-                      method: str = "hit_and_run", bounds: str = "domain") -> dict[str, str]:
+                      segment_size: int = 20, sample: float = 0.1, seed: int = 0, iterations: int = 1000,
+                      method: str = "hit_and_run", bounds: str = "radius", radius: float = 0.5) -> dict[str, str]:
     """Create table `target`: `table` with each of `columns` walked, and one locality table per column,
     named `<target>_<column>_localities`. Returns {column: locality table name}. `table` is resolved like
     query_table() (quote parts that need it); `target` is a plain table name. Existing tables of those
-    names are replaced; nothing else is created or left behind."""
+    names are replaced; nothing else is created or left behind. The other arguments are those of
+    localities() and random_walk(), with the same defaults: each value stays within `radius` standard
+    deviations of its original value (bounds 'radius')."""
     if not columns or len(set(columns)) != len(columns):
         raise ValueError("preserve_patterns(): argument 'columns' must name distinct columns")
     names = {c: f"{target}_{c}_localities" for c in columns}
@@ -36,9 +38,9 @@ def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[
                         "segment_size := ?, sample := ?, seed := ?)", [table, col, segment_size, sample, seed])
             out = target if i == len(columns) - 1 else f"{scratch}{i % 2}"
             con.execute(f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT * FROM random_walk(?, ?, ?, "
-                        "iterations := ?, seed := ?, method := ?, segment_size := ?, bounds := ?)",
+                        "iterations := ?, seed := ?, method := ?, segment_size := ?, bounds := ?, radius := ?)",
                         [current if i == 0 else quote(current), col, quote(names[col]), iterations, seed + i,
-                         method, segment_size, bounds])
+                         method, segment_size, bounds, radius])
             current = out
     finally:
         con.execute(f"SET threads = {int(threads)}")

@@ -257,3 +257,67 @@ macros.</small></p>
 </html>
 """
     Path(path).write_text(page, encoding="utf-8")
+
+
+# ---- a perturbed release (random_walk(), noise): distortion and the three linkage audits -------------------
+
+@dataclass
+class PerturbedMeasures:
+    distortion: list[tuple]  # distortion(): (column, Dst, entries), '*' last
+    rank: list[tuple]  # linkage_rank(): (column, people, linked_to_own_record, mean_candidates), '*' last
+    pattern: list[tuple]  # linkage_pattern() per column: (column, people, linked_to_own_record, segments, found)
+    nearest: tuple | None  # linkage_nearest() of a sample of people: (people, linked_to_own_record, mean_rank)
+
+
+def gather_perturbed(con: duckdb.DuckDBPyConnection, request: ReportRequest, segment_size: int = 20,
+                     sample: int = 1000) -> PerturbedMeasures:
+    """The report of a perturbed release: Dst per column and the share of people re-linked to their own
+    record by nearest values (a sample of `sample` people: the audit compares each with every record), by
+    rank and by segment pattern. Every number comes from the SQL macros."""
+    table, original, qis, rid = request.release, request.original, list(request.qis), request.id_column
+    dst = con.execute("SELECT * FROM distortion(?, ?, ?, ?)", [table, original, qis, rid]).fetchall()
+    rank = con.execute("SELECT * FROM linkage_rank(?, ?, ?, ?)", [table, original, qis, rid]).fetchall()
+    pattern = [(q, *con.execute("SELECT * FROM linkage_pattern(?, ?, ?, ?, segment_size := ?)",
+                                [table, original, q, rid, segment_size]).fetchall()[0]) for q in qis]
+    # the sample size is this function's own integer, not user text
+    con.execute("CREATE OR REPLACE TEMP TABLE anon_report_known AS SELECT * FROM query_table(?) "
+                f"USING SAMPLE reservoir({int(sample)} ROWS) REPEATABLE (0)", [original])
+    try:
+        nearest = con.execute("SELECT * FROM linkage_nearest(?, 'anon_report_known', ?, ?)", [table, qis, rid]).fetchall()[0]
+    finally:
+        con.execute("DROP TABLE IF EXISTS anon_report_known")
+    return PerturbedMeasures(dst, rank, pattern, nearest)
+
+
+def perturbed_summary(m: PerturbedMeasures) -> list[tuple[str, str]]:
+    """(measure, value) pairs for a perturbed release."""
+    lines = [(f"Dst {c}", _number(d)) for c, d, _ in m.distortion]
+    if m.nearest is not None:
+        lines.append(("re-linked by nearest values", f"{100 * (m.nearest[1] or 0):.2f} % of {m.nearest[0]:,} people"))
+    lines += [(f"re-linked by rank {c}", f"{100 * (s or 0):.2f} %") for c, _, s, _ in m.rank]
+    lines += [(f"re-linked by segment pattern {c}", f"{100 * (s or 0):.2f} % ({found} of {segments} segments found)")
+              for c, _, s, segments, found in m.pattern]
+    return lines
+
+
+def write_perturbed_html(path: Path, request: ReportRequest, m: PerturbedMeasures) -> str:
+    """A self-contained page (no plots) and the printed summary of a perturbed release; returns the summary."""
+    e = html.escape
+    lines = perturbed_summary(m)
+    page = f"""<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>duckdb-anon report: {e(request.label)}</title><style>{STYLE}</style></head>
+<body>
+<h1>Perturbed-release report</h1>
+<p>Release <code>{e(request.label)}</code> against <code>{e(request.original_label)}</code> (rows matched on
+<code>{e(request.id_column or '')}</code>); columns: <code>{e(", ".join(request.qis))}</code>.</p>
+<p>Dst is the mean relative change of each value. Each re-linkage figure is the share of people an adversary
+who knows their original values links to their own released record.</p>
+{_table(["measure", "value"], lines)}
+</body>
+</html>
+"""
+    Path(path).write_text(page, encoding="utf-8")
+    width = max(len(name) for name, _ in lines)
+    return "\n".join([f"duckdb-anon report (perturbed): {request.label} ({', '.join(request.qis)})",
+                      *(f"  {name:<{width}}  {value}" for name, value in lines)])

@@ -1,22 +1,26 @@
 """The random walk of pattern-preserving anonymization (Xue, Karras et al., CIKM 2011), in numpy.
 
 Every segment of a column is a point in a polytope: the order chain x_t <= x_{t+1}, the kept locality
-constraints (x_j - x_i <= x_k - x_j, or >=), and the domain bounds lower <= x <= upper. Each step draws a
+constraints (x_j - x_i <= x_k - x_j, or >=), and one box per value, lower_g <= x_g <= upper_g (the paper's
+bound vector H; random_walk() gives each value the box of radius r standard deviations around its original
+value by default). Each step draws a
 direction per segment, finds by a ratio test over the slacks of all constraints the interval
 [lambda_min, lambda_max] that keeps the point feasible, and moves by a lambda drawn from it: uniform on the
 interval (hit-and-run, the default, which samples the polytope uniformly in the limit) or uniform on
 [0, max(0, lambda_max)] (the paper's forward-only rule). All segments move together, vectorized.
 
 Directions: odd steps draw a direction uniformly on each segment's sphere; even steps shift every segment
-as a whole (the all-ones direction). A shift keeps every order and locality constraint, so only the domain
-bounds limit it, while a random direction in a segment with many nearly tight localities can move only a
-hair (fnlwgt on Adult: 3 units in 1,000 random steps, against segments 23,000 wide). The mixture of
-state-independent, symmetric directions keeps the uniform distribution stationary.
+as a whole (the all-ones direction). A shift keeps every order and locality constraint, so only the boxes
+limit it, while a random direction in a segment with many nearly tight localities can move only a hair
+(fnlwgt on Adult: 3 units in 1,000 random steps, against segments 23,000 wide). The mixture of
+state-independent, symmetric directions, each followed by a uniform draw on the feasible chord, keeps the
+uniform distribution on the polytope stationary, boxes included (tests/test_walk.py checks both the ordered
+simplex and a boxed one against rejection sampling).
 
 Ties: from a point where values tie (Adult's age repeats each value hundreds of times, so most segments
 are one repeated value) almost no random direction is feasible, and hit-and-run would never move. The walk
 therefore starts with one step along the rank direction: each value's rank in its segment, centred, while
-values at the domain bounds only move inward. That step is feasible by construction and leaves the values
+values at their bounds only move inward. That step is feasible by construction and leaves the values
 strictly ordered; the random steps follow.
 
 Rounding can never leave a release infeasible: every `check_every` steps, and at the end, every constraint is
@@ -40,7 +44,7 @@ BLOCKS = 2  # segments are walked in this many independent blocks, in parallel t
 def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method="hit_and_run", check_every=100):
     """Walk `values` (sorted by segment, then position; segment s starts at starts[s]) and return the new
     values. ci/cj/ck index into `values`; le[c] is True for x_j - x_i <= x_k - x_j, False for >=.
-    lower/upper: one bound for every value, or one per segment.
+    lower/upper: one bound for every value, one per segment, or one for all (+-inf: no bound).
 
     Segments never interact, so they are cut into BLOCKS contiguous blocks, each walked with its own random
     stream (seeded by seed and the block number) in a thread pool: numpy releases the GIL for most of the
@@ -52,8 +56,7 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
         return x
     if method not in METHODS:
         raise ValueError(f"random_walk(): argument 'method' must be one of {METHODS}, got {method!r}")
-    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (segments,))
-    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (segments,))
+    lower, upper = (_per_value(b, starts, n) for b in (lower, upper))
     ci, cj, ck = (np.asarray(a, dtype=np.int64) for a in (ci, cj, ck))
     le = np.asarray(le, dtype=bool)
     edges = np.linspace(0, segments, min(BLOCKS, segments) + 1).astype(np.int64)  # segment ranges
@@ -63,7 +66,7 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
         first, last = bounds[edges[b]], bounds[edges[b + 1]]  # value range of the block
         mine = (ci >= first) & (ci < last)
         jobs.append((b, first, last, starts[edges[b]:edges[b + 1]] - first, ci[mine] - first, cj[mine] - first,
-                     ck[mine] - first, le[mine], lower[edges[b]:edges[b + 1]], upper[edges[b]:edges[b + 1]]))
+                     ck[mine] - first, le[mine], lower[first:last], upper[first:last]))
 
     def run(job):
         b, first, last, *rest = job
@@ -75,10 +78,21 @@ def walk(values, starts, ci, cj, ck, le, lower, upper, iterations, seed, method=
     return x
 
 
+def _per_value(bound, starts, n):
+    """A bound given for all values, per segment or per value, as one float per value."""
+    b = np.asarray(bound, dtype=np.float64).ravel()
+    if b.size == n:
+        return b
+    if b.size == 1:
+        return np.full(n, b[0])
+    if b.size == len(starts):
+        return np.repeat(b, np.diff(np.append(starts, n)))
+    raise ValueError(f"random_walk(): {b.size} bounds for {n} values in {len(starts)} segments")
+
+
 def _walk_block(x, starts, ci, cj, ck, le, lower, upper, iterations, rng, method, check_every):
     n, segments = len(x), len(starts)
     seg = np.repeat(np.arange(segments), np.diff(np.append(starts, n)))
-    lower, upper = lower[seg], upper[seg]
     # order pair (g, g+1) is attached to g; the last value of a segment has none
     opens = np.append(seg[:-1] == seg[1:], False)
     nxt = np.nonzero(opens)[0]
@@ -92,7 +106,7 @@ def _walk_block(x, starts, ci, cj, ck, le, lower, upper, iterations, rng, method
     for step in range(0, iterations + 1):
         if step > 0 and step % 2 == 0:
             # every other step shifts whole segments: a shift leaves every order and locality term unchanged,
-            # so only the bounds limit it and the ratio test reduces to two per-segment extremes
+            # so only the boxes limit it and the ratio test reduces to two per-segment extremes
             lam_lo = np.minimum(np.maximum.reduceat(lower - x, starts), 0.0)
             lam_hi = np.maximum(np.minimum.reduceat(upper - x, starts), 0.0)
             move = np.ones(n)

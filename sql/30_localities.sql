@@ -12,44 +12,94 @@
 -- skipped (strict neighbours), so no equality constraint arises. Found with two ASOF joins per pair
 -- against the segment's distinct values: quadratic in the segment size, one row per constraint.
 
+-- Arguments are checked when the query is bound where they can be (a table-function argument is folded
+-- then, so error() fires before anything is read): a table or column name must be a string, not a
+-- reserved __anon_ name.
+CREATE OR REPLACE MACRO anon_name_arg(fn, arg, name, what) AS
+    CASE WHEN name IS NULL OR typeof(name) <> 'VARCHAR'
+              THEN error(fn || '(): argument ''' || arg || ''' must be a ' || what || ' name, got ' || coalesce(name::VARCHAR, 'NULL'))
+         WHEN starts_with(lower(name::VARCHAR), '__anon_')
+              THEN error(fn || '(): argument ''' || arg || ''' is a reserved __anon_ name')
+         ELSE name::VARCHAR END;
+
+-- The table of a (table, column) pair of arguments, both checked: the column name is checked here, with the
+-- table, because it is only used inside a COLUMNS lambda, which cannot hold error().
+CREATE OR REPLACE MACRO anon_source_arg(fn, table_name, column_name) AS
+    CASE WHEN anon_name_arg(fn, 'column_name', column_name, 'column') IS NOT NULL
+         THEN anon_name_arg(fn, 'table_name', table_name, 'table') END;
+
+CREATE OR REPLACE MACRO anon_is_integer(x) AS regexp_matches(typeof(x), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$');
+
+-- Each row's scan position (1-based, as anon_numbered()), the column's value and the group's, picked with
+-- COLUMNS(lambda ...) beside a NULL sentinel column: that binds whether or not the table has the columns
+-- (anon_column_checks reports a missing one by name), and coalesce(sentinel, column) is the column.
+CREATE OR REPLACE MACRO anon_column_of(table_name, column_name, group_by) AS TABLE
+SELECT __anon_row,
+       coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(column_name::VARCHAR))) AS value,
+       coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(coalesce(group_by::VARCHAR, '__anon_none'))))::VARCHAR AS grp
+FROM (SELECT row_number() OVER () AS __anon_row, NULL AS __anon_none, * FROM query_table(table_name));
+
+-- One row (ok := true), or an error naming fn and the argument: the table lacks the column or the group
+-- column, or the column is not numeric.
+CREATE OR REPLACE MACRO anon_column_checks(fn, table_name, col, group_by) AS TABLE
+WITH have AS (SELECT list(lower(column_name)) AS names FROM (DESCRIBE FROM query_table(table_name)))
+SELECT CASE WHEN NOT list_contains(h.names, lower(col::VARCHAR))
+                 THEN anon_check(true, fn, 'column_name', 'names no column of ''' || table_name || ''' (its columns: '
+                                 || array_to_string(h.names, ', ') || ')')
+            WHEN group_by IS NOT NULL AND (typeof(group_by) <> 'VARCHAR' OR starts_with(lower(group_by::VARCHAR), '__anon_') OR NOT list_contains(h.names, lower(group_by::VARCHAR)))
+                 THEN anon_check(true, fn, 'group_by', 'must be NULL or a column of ''' || table_name || '''')
+            ELSE anon_check((SELECT NOT anon_is_numeric(any_value(value)) OR anon_is_temporal(any_value(value))
+                             FROM anon_column_of(table_name, col, NULL)),
+                            fn, 'column_name', '''' || col::VARCHAR || ''' must be numeric') END AS ok
+FROM have h;
+
 -- Rows of the column in segment order: (row_id, grp, segment, pos, value). row_id is the scan position
 -- (1-based), the same identity as mondrian_classes(); segment numbers run 1, 2, ... over (group, cut).
 CREATE OR REPLACE MACRO anon_segments(table_name, column_name, segment_size, group_by) AS TABLE
-WITH v AS (
-    SELECT __anon_row AS row_id,
-           CASE WHEN group_by IS NULL THEN NULL ELSE COLUMNS([coalesce(group_by, column_name)])::VARCHAR END AS grp,
-           COLUMNS([column_name]) AS value
-    FROM anon_numbered(table_name)),
-placed AS (
-    SELECT row_id, grp, value,
-           (row_number() OVER (PARTITION BY grp ORDER BY value, row_id) - 1) AS rank_in_group
-    FROM v WHERE value IS NOT NULL)
+WITH placed AS (
+    SELECT __anon_row AS row_id, grp, try_cast(value AS DOUBLE) AS value,
+           (row_number() OVER (PARTITION BY grp ORDER BY try_cast(value AS DOUBLE), __anon_row) - 1) AS rank_in_group
+    FROM anon_column_of(table_name, column_name, group_by) WHERE value IS NOT NULL)
 SELECT row_id, grp,
-       dense_rank() OVER (ORDER BY grp NULLS FIRST, rank_in_group // segment_size) AS segment,
-       (rank_in_group % segment_size) + 1 AS pos,
-       value::DOUBLE AS value
+       dense_rank() OVER (ORDER BY grp NULLS FIRST, rank_in_group // try_cast(segment_size AS BIGINT)) AS segment,
+       (rank_in_group % try_cast(segment_size AS BIGINT)) + 1 AS pos,
+       value
 FROM placed;
 
-CREATE OR REPLACE MACRO anon_localities_checks(table_name, column_name, segment_size, sample) AS TABLE
-SELECT anon_check(typeof(column_name) <> 'VARCHAR', 'localities', 'column', 'must be a column name')
-   AND anon_check(NOT regexp_matches(typeof(segment_size), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
-                  OR segment_size < 3, 'localities', 'segment_size', 'must be an integer of at least 3, got '
-                  || coalesce(segment_size::VARCHAR, 'NULL'))
-   AND anon_check(sample IS NULL OR NOT (sample > 0 AND sample <= 1), 'localities', 'sample',
-                  'must be in (0, 1], got ' || coalesce(sample::VARCHAR, 'NULL'))
-   AND anon_check((SELECT NOT anon_is_numeric(any_value(COLUMNS([column_name])))
-                          OR anon_is_temporal(any_value(COLUMNS([column_name])))
-                   FROM query_table(table_name)),
-                  'localities', 'column', '''' || column_name || ''' must be numeric') AS ok;
+CREATE OR REPLACE MACRO anon_localities_checks(table_name, column_name, segment_size, sample, seed, group_by) AS TABLE
+SELECT c.ok
+   AND anon_check(NOT anon_is_integer(segment_size) OR segment_size < 3, 'localities', 'segment_size',
+                  'must be an integer of at least 3, got ' || coalesce(segment_size::VARCHAR, 'NULL'))
+   AND anon_check(NOT coalesce(try_cast(sample AS DOUBLE) > 0 AND try_cast(sample AS DOUBLE) <= 1, false),
+                  'localities', 'sample', 'must be a number in (0, 1], got ' || coalesce(sample::VARCHAR, 'NULL'))
+   AND anon_check(NOT anon_is_integer(seed) OR seed < 0, 'localities', 'seed',
+                  'must be an integer >= 0, got ' || coalesce(seed::VARCHAR, 'NULL')) AS ok
+FROM anon_column_checks('localities', table_name, column_name, group_by) c;
+
+-- The columns a locality table must have, and its rows read without naming a column it may lack (every
+-- needed column, NULL where the table has none), so that a wrong-shaped table is reported by name
+-- (anon_require_columns) instead of failing to bind.
+CREATE OR REPLACE MACRO anon_locality_columns() AS
+    ['segment', 'i', 'j', 'k', 'relation', 'i_row', 'j_row', 'k_row', 'd_i', 'd_j', 'd_k'];
+
+CREATE OR REPLACE MACRO anon_locality_rows(locality_table) AS TABLE
+(SELECT NULL::BIGINT AS segment, NULL::BIGINT AS i, NULL::BIGINT AS j, NULL::BIGINT AS k, NULL::VARCHAR AS relation,
+        NULL::BIGINT AS i_row, NULL::BIGINT AS j_row, NULL::BIGINT AS k_row, NULL::DOUBLE AS d_i, NULL::DOUBLE AS d_j,
+        NULL::DOUBLE AS d_k LIMIT 0)
+UNION ALL BY NAME
+(SELECT * FROM query_table(locality_table));
 
 -- One row per kept constraint: segment, the row ids i_row < j_row < k_row (scan positions) and their
 -- positions and values in the segment, and relation: '<=' means x_j - x_i <= x_k - x_j, '>=' the reverse.
--- sample keeps each constraint with that probability, reproducibly from seed.
-CREATE OR REPLACE MACRO localities(table_name, column_name, segment_size := 100, sample := 1.0, seed := 0,
+-- sample keeps each constraint with that probability, reproducibly from seed. The defaults (segments of
+-- 20, a tenth of the constraints) are those random_walk()'s defaults were measured with.
+CREATE OR REPLACE MACRO localities(table_name, column_name, segment_size := 20, sample := 0.1, seed := 0,
                                    group_by := NULL) AS TABLE
 WITH
-checks AS (SELECT ok FROM anon_localities_checks(table_name, column_name, segment_size, sample)),
-seg AS MATERIALIZED (SELECT * FROM anon_segments(table_name, column_name, segment_size, group_by), checks WHERE checks.ok),
+checks AS (SELECT ok FROM anon_localities_checks(anon_source_arg('localities', table_name, column_name), column_name,
+                                                 segment_size, sample, seed, group_by)),
+seg AS MATERIALIZED (SELECT * FROM anon_segments(anon_source_arg('localities', table_name, column_name), column_name,
+                                                 segment_size, group_by), checks WHERE checks.ok),
 distinct_values AS (  -- ties: the first and last position of each value
     SELECT segment, value, min(pos) AS first_pos, max(pos) AS last_pos FROM seg GROUP BY segment, value),
 pairs AS (
@@ -65,7 +115,10 @@ found AS (
     WHERE down.last_pos > p.j)
 SELECT f.segment, f.i, f.j, f.k, f.relation, f.i_row, f.j_row, s.row_id AS k_row, f.d_i, f.d_j, s.value AS d_k
 FROM found f JOIN seg s ON s.segment = f.segment AND s.pos = f.k
-WHERE hash(seed, f.segment, f.i, f.j, f.relation)::DOUBLE / 18446744073709551616.0 < sample;
+WHERE hash(seed, f.segment, f.i, f.j, f.relation)::DOUBLE / 18446744073709551616.0 < try_cast(sample AS DOUBLE)
+-- the checks as a branch of their own, so that they run even when nothing else does (never a row)
+UNION ALL BY NAME
+SELECT NULL AS segment FROM checks WHERE NOT ok;
 
 -- Constraints of a locality table that a release breaks: each row of the locality table, checked on the
 -- released column's values at its three row ids (scan positions of the release, which keeps the source's
@@ -73,8 +126,18 @@ WHERE hash(seed, f.segment, f.i, f.j, f.relation)::DOUBLE / 18446744073709551616
 -- order constraints of each segment. Returns the violated constraints; an empty result means none.
 CREATE OR REPLACE MACRO check_localities(table_name, column_name, locality_table) AS TABLE
 WITH
-rel AS (SELECT __anon_row AS row_id, COLUMNS([column_name])::DOUBLE AS x FROM anon_numbered(table_name)),
-loc AS (SELECT * FROM query_table(locality_table)),
+checks AS (
+    SELECT c.ok AND l.ok AS ok
+    FROM anon_column_checks('check_localities', anon_source_arg('check_localities', table_name, column_name),
+                            column_name, NULL) c,
+         anon_require_columns('check_localities', 'locality_table',
+                              anon_name_arg('check_localities', 'locality_table', locality_table, 'table'),
+                              anon_locality_columns()) l),
+rel AS (SELECT __anon_row AS row_id, try_cast(value AS DOUBLE) AS x
+        FROM anon_column_of(anon_source_arg('check_localities', table_name, column_name), column_name, NULL), checks
+        WHERE checks.ok),
+loc AS (SELECT l.* FROM anon_locality_rows(anon_name_arg('check_localities', 'locality_table', locality_table, 'table')) l,
+        checks WHERE checks.ok),
 triples AS (
     SELECT l.segment, l.i, l.j, l.k, l.relation, l.i_row, l.j_row, l.k_row, xi.x AS x_i, xj.x AS x_j, xk.x AS x_k
     FROM loc l JOIN rel xi ON xi.row_id = l.i_row JOIN rel xj ON xj.row_id = l.j_row JOIN rel xk ON xk.row_id = l.k_row),
@@ -90,4 +153,6 @@ SELECT o.segment, o.pos, o.next_pos, NULL, 'order', o.row_id, o.next_row, NULL, 
 FROM (SELECT *, lead(pos) OVER w AS next_pos, lead(row_id) OVER w AS next_row
       FROM order_pairs WINDOW w AS (PARTITION BY segment ORDER BY pos)) o
 JOIN rel xa ON xa.row_id = o.row_id JOIN rel xb ON xb.row_id = o.next_row
-WHERE NOT (xa.x <= xb.x);
+WHERE NOT (xa.x <= xb.x)
+UNION ALL  -- the checks as a branch of their own, so that they run even on an empty table (never a row)
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM checks WHERE NOT ok;

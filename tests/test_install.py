@@ -71,6 +71,8 @@ PLAIN_CLIENT_CALLS = {
     "deanonymize_evaluate": "SELECT * FROM deanonymize_evaluate('ratings', 'aux', 'truth')",
     "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",
     "linkage_classes": "SELECT * FROM linkage_classes('p_k5', 'p', ['age', 'zip'], 'id')",
+    "linkage_rank": "SELECT * FROM linkage_rank('p', 'p', ['age'], 'id')",
+    "linkage_pattern": "SELECT * FROM linkage_pattern('p', 'p', 'age', 'id')",
     "anonymized": "SELECT * FROM anonymized('p')",
     "suggest_roles": "SELECT * FROM suggest_roles('p')",
     "suggest_roles_sql": "SELECT suggest_roles_sql('p')",

@@ -32,6 +32,14 @@ def check_arguments(args: argparse.Namespace) -> None:
                                   "is among the rows consistent with them")
     if args.id is not None and args.original is None and args.aux is None:
         raise BadArgument("--id", "is used with --original (NCP) or --aux (linkage)")
+    if args.perturbed:
+        if args.original is None:
+            raise BadArgument("--perturbed", "needs --original ORIGINAL --id ID_COLUMN: the audits compare with the original")
+        gate_given = [g for g, v in (("--require-k", args.require_k), ("--require-l", args.require_l),
+                                     ("--max-prosecutor-risk", args.max_prosecutor_risk), ("--max-linkage", args.max_linkage))
+                      if v is not None]
+        if gate_given:
+            raise BadArgument(gate_given[0], "is a gate on generalized releases; it does not apply with --perturbed")
     if not 0 < args.threshold <= 1:
         raise BadArgument("--threshold", f"must be in (0, 1], got {args.threshold}")
     release_gates.check_gate_arguments(args)
@@ -86,6 +94,8 @@ def report(args: argparse.Namespace) -> int:
         with Progress(con, "report", quiet=args.quiet) as progress:
             progress.step(f"reading {args.release}")
             request = _request(con, args)
+            if args.perturbed:
+                return _perturbed(con, args, request, target, progress, started)
             progress.step("measuring the release")
             try:
                 measures = anon_report.gather(con, request)
@@ -111,6 +121,21 @@ def report(args: argparse.Namespace) -> int:
         con.close()
 
 
+def _perturbed(con: duckdb.DuckDBPyConnection, args: argparse.Namespace, request: anon_report.ReportRequest,
+               target: Path, progress: Progress, started: float) -> int:
+    """--perturbed: distortion and the re-linkage audits of a perturbed release, instead of class measures."""
+    progress.step("auditing the perturbed release")
+    try:
+        measures = anon_report.gather_perturbed(con, request)
+    except duckdb.Error as exc:
+        raise argument_error(exc, OPTIONS) or exc
+    with written_atomically(target, "-o", force=args.force) as temporary:
+        summary = anon_report.write_perturbed_html(temporary, request, measures)
+    print(summary)
+    print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
+    return 0
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("report", help="an HTML report on a release: class sizes, risk, l/t, NCP, linkage; gates",
                        description="Write an HTML report on RELEASE and print its summary. With gates "
@@ -128,6 +153,9 @@ def add_commands(sub) -> None:
     p.add_argument("--db", metavar="FILE.duckdb", help="read RELEASE, ORIGINAL and AUX as tables of this DuckDB file")
     p.add_argument("--threshold", type=float, default=0.2,
                    help="prosecutor risk above which a record counts as at risk (default 0.2)")
+    p.add_argument("--perturbed", action="store_true",
+                   help="a perturbed release (random_walk(), noise): distortion and re-linkage by nearest values, "
+                        "rank and segment pattern, against --original (numeric --qi columns)")
     gates = p.add_argument_group("release gates (exit code 3 when one fails)")
     gates.add_argument("--require-k", type=int, metavar="N", help="achieved k must be at least N")
     gates.add_argument("--require-l", type=int, metavar="N", help="distinct l of --sensitive must be at least N")

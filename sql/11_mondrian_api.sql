@@ -47,10 +47,18 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
               || '::DOUBLE, ''suppress'': ' || anon_number_literal(fn, 'max_suppression', max_suppression) || '::DOUBLE}'
     END;
 
+-- The names of the relations mondrian()'s macros define inside (10_mondrian.sql): a user table of one of these
+-- names is shadowed by them inside DuckDB's binding, so mondrian() refuses it rather than misread it.
+CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
+    ['candidates', 'cells', 'decisions', 'failed', 'freq', 'grouped', 'hier', 'hierarchies', 'keyed', 'labels', 'leaf_ancestors', 'located', 'medians', 'nulls', 'ordered', 'parts', 'pieces', 'placed', 'plain_labels', 'qi_order', 'qi_types', 'ranked', 'raw', 'regions', 'row_medians', 'row_sizes', 'sensitive_ranks', 'shares', 'side_checks', 'sides', 'span', 'state', 'table_dist', 'tied', 'vranks', 'widest'];
+
 CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
                                            hierarchies, sensitive, l, l_kind, c, t, max_suppression) AS
     'SELECT * FROM ' || target || '('
-    || anon_sql_literal(table_name) || ', '
+    || CASE WHEN list_contains(anon_mondrian_internal_names(), lower(trim(string_split(table_name::VARCHAR, '.')[-1], '"')))
+                 THEN error(fn || '(): argument ''table_name'': ''' || table_name || ''' is a name ' || fn || '() uses internally; '
+                            || 'read the table through a view of another name (CREATE VIEW v AS SELECT * FROM ...)')
+            ELSE anon_sql_literal(table_name) END || ', '
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
                  THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
             WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')

@@ -62,6 +62,8 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
                  THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
             WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')
+            WHEN typeof(qis) <> 'VARCHAR[]'
+                 THEN error(fn || '(): argument ''qis'' must be a list of column names (text), got ' || qis::VARCHAR)
             WHEN len(list_distinct(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(qis AS VARCHAR[]))
                  THEN error(fn || '(): argument ''qis'' lists a column twice')
             WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))

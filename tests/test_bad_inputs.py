@@ -132,6 +132,7 @@ BAD_INPUTS = [
     ("SELECT * FROM mondrian('t', ['zip'], 5, hierarchies := {'zip': 'h_empty'})", "mondrian", "hierarchies"),
     ("SELECT * FROM mondrian_classes('t', ['age'], NULL)", "mondrian_classes", "k"),
     ("SELECT * FROM mondrian_classes('t', [], 5)", "mondrian_classes", "qis"),
+    ("SELECT * FROM mondrian('t', [1], 5)", "mondrian", "qis"),
     # declared roles and releases
     ("SELECT * FROM anonymized('nope')", "anonymized", "table_name"),
     ("SELECT * FROM anonymized(NULL)", "anonymized", "table_name"),

@@ -145,8 +145,6 @@ def load_hierarchies(con: duckdb.DuckDBPyConnection, specs: list[str] | None, qi
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM hierarchy_from_text(?)", [str(path)])
         except duckdb.Error as exc:
             raise BadArgument(argument, f"cannot read {path}: {first_line(exc)}") from None
-        if not con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:
-            raise BadArgument(argument, f"{path} holds no hierarchy (no line 'leaf;parent;...;root')")
         tables[matches[0]] = table
         paths.append(path)
     return tables, paths

@@ -1,0 +1,302 @@
+"""The SQL of level-synchronous Mondrian, written once and generated for each engine's dialect by sqlglot.
+
+Every query is SQL text over internal names only (k0, v0, part, ...), parsed by sqlglot as DuckDB SQL and
+written out in the engine's dialect. User input never enters the text: a QI column appears as a
+placeholder column ``__qi_<i>`` and the source as ``__anon_source``, both replaced in the parsed tree by
+quoted identifiers, and numbers (k) are validated integers.
+
+The rules are those of ``sql/10_mondrian.sql`` (the pure-SQL ``mondrian()``), and the tests hold the two
+to the same release:
+
+- cells: rows with identical QI values form one cell (strict Mondrian never separates them); per QI a
+  DOUBLE key: the value for numbers, microseconds since the epoch for dates and timestamps, and for
+  categories a code 0 .. m-1 by first appearance (the cell's first row) or by value; a NULL number sorts
+  one table range beyond the largest value;
+- per partition and QI, width = (hi - lo) / (the table's range), or the region's width for split_rule
+  'inherited'; QIs are tried widest first, ties to the earliest listed, among those whose keys differ;
+- the median is the key where the running row count, in key order, first reaches rows // 2; strict: the
+  left side is keys <= median and both sides need k rows (else the next widest QI is tried); relaxed:
+  the sides get rows // 2 and the rest, tied cells shared in QI-vector order, then row order;
+- a partition is named by its offset in a virtual row order: the left piece keeps it, the right one
+  adds the left's rows, so names never collide and class ids follow from them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+NUMERIC, TEMPORAL, CATEGORICAL = "numeric", "temporal", "categorical"
+
+
+@dataclass(frozen=True)
+class QI:
+    """One quasi-identifier: the column's real name and how its values are ordered."""
+    name: str
+    kind: str  # NUMERIC, TEMPORAL or CATEGORICAL
+    key: str = ""  # TEMPORAL: the value {x} as microseconds since the epoch (DuckDB SQL the engine's dialect reads)
+
+
+class Plan:
+    """The queries of one Mondrian run, in one dialect, over tables named by `names`."""
+
+    def __init__(self, qis: tuple[QI, ...], k: int, mode: str, rule: str, categorical_order: str, dialect: str):
+        self.qis, self.k, self.mode, self.rule = qis, int(k), mode, rule
+        self.categorical_order, self.dialect = categorical_order, dialect
+        self.q = len(qis)
+
+    # ---- rendering -------------------------------------------------------------------------------------
+    def sql(self, text: str, source: exp.Expression | None = None, **tables: str) -> str:
+        """Parse DuckDB-dialect `text`, put the QI columns and tables in, write it in the engine's dialect."""
+        tree = sqlglot.parse_one(text, read="duckdb")
+
+        def substitute(node):
+            if isinstance(node, exp.Column) and node.name.startswith("__qi_"):
+                return exp.column(exp.to_identifier(self.qis[int(node.name[5:])].name, quoted=True),
+                                  table=node.table or None)
+            if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
+                return source.copy()
+            if isinstance(node, exp.Table) and node.name in tables and not node.db:
+                # the placeholder's name stays the alias, so `cells.x` still reads
+                return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
+            return node
+
+        return tree.transform(substitute).sql(self.dialect)
+
+    def _each(self, template: str, sep: str = ", ") -> str:
+        """`template` once per QI, with {d} its position."""
+        return sep.join(template.format(d=d) for d in range(self.q))
+
+    # ---- cells -----------------------------------------------------------------------------------------
+    def cells(self, source: exp.Expression, numbered: bool) -> str:
+        """One row per distinct QI vector: cell (its first row), n (rows), v<d> (the values), k<d> (keys).
+
+        `numbered`: the source already has a row number __anon_row (Spark); else DuckDB's scan position."""
+        row = "__anon_row" if numbered else "row_number() OVER ()"
+        codes, joins, raw = [], [], []
+        for d, qi in enumerate(self.qis):
+            if qi.kind == CATEGORICAL:
+                order = "min(cell)" if self.categorical_order == "appearance" else f"v{d} NULLS LAST"
+                codes.append(f"c{d} AS (SELECT v{d} AS cv, (dense_rank() OVER (ORDER BY {order}) - 1)::DOUBLE AS code "
+                             f"FROM grouped GROUP BY v{d})")
+                joins.append(f"LEFT JOIN c{d} ON g.v{d} IS NOT DISTINCT FROM c{d}.cv")
+                raw.append(f"c{d}.code AS r{d}")
+            elif qi.kind == TEMPORAL:
+                raw.append(f"CAST({qi.key.format(x=f'g.v{d}')} AS DOUBLE) AS r{d}")
+            else:
+                raw.append(f"g.v{d}::DOUBLE AS r{d}")
+        ctes = [f"numbered AS (SELECT {row} AS __anon_row, {self._each('__qi_{d} AS v{d}')} FROM __anon_source)",
+                f"grouped AS (SELECT {self._each('v{d}')}, count(*) AS n, min(__anon_row) AS cell "
+                f"FROM numbered GROUP BY {self._each('v{d}')})", *codes,
+                f"coded AS (SELECT g.cell, g.n, {self._each('g.v{d} AS v{d}')}, {', '.join(raw)} "
+                f"FROM grouped g {' '.join(joins)})",
+                f"bounds AS (SELECT {self._each('min(r{d}) AS lo{d}, max(r{d}) AS hi{d}')} FROM coded)"]
+        # a NULL number sorts one table range beyond the largest value (0 when the column is all NULL)
+        keys = self._each("coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}")
+        return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}, {keys} "
+                        f"FROM coded CROSS JOIN bounds", source=source)
+
+    def span(self, cells: str) -> str:
+        """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""
+        return self.sql(f"SELECT sum(n) AS total_rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}, max(k{d}) - min(k{d}) AS range{d}')} "
+                        f"FROM cells", cells=cells)
+
+    def root(self, cells: str, span: str) -> str:
+        """The first level's state: every cell whole, in partition 0 (region: the whole table)."""
+        region = f", {self._each('s.lo{d} AS rlo{d}, s.hi{d} AS rhi{d}')}" if self.rule == "inherited" else ""
+        return self.sql(f"SELECT c.cell, 0::BIGINT AS off, c.n::BIGINT AS n, 0::BIGINT AS part, {self._each('c.k{d}')}{region} "
+                        f"FROM cells c CROSS JOIN span s", cells=cells, span=span)
+
+    # ---- one level ---------------------------------------------------------------------------------------
+    def candidates(self, state: str, span: str) -> str:
+        """Per partition that could still be cut (2k rows or more): rows, and per QI lo, hi, width."""
+        region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
+        lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
+        width = self._each(f"CASE WHEN s.range{{d}} > 0 THEN (p.{hi}{{d}} - p.{lo}{{d}}) / s.range{{d}} ELSE 0.0 END AS w{{d}}")
+        return self.sql(f"SELECT p.*, {width} FROM "
+                        f"(SELECT part, sum(n) AS rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region} "
+                        f" FROM state GROUP BY part HAVING sum(n) >= {2 * self.k}) p CROSS JOIN span s",
+                        state=state, span=span)
+
+    def _eligible(self, d: int) -> str:
+        return f"CASE WHEN hi{d} > lo{d} THEN w{d} ELSE -1.0 END"
+
+    def _valid(self) -> str:
+        return (f"cum >= {self.k} AND rows - cum >= {self.k}" if self.mode == "strict"
+                else f"rows // 2 >= {self.k}")
+
+    def attempt(self, state: str, cands: str) -> str:
+        """Each candidate's widest QI whose keys differ: its median, and whether the cut there is allowed.
+        Returns part, dim, split, nxt (the next key), cnt (rows at the split), cum (rows up to it), rows,
+        valid; one row per candidate with a QI whose keys differ."""
+        best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})"
+        pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
+        key = " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q))
+        return self.sql(f"""
+            WITH tried AS (SELECT part, rows, CASE {pick} END AS dim
+                           FROM (SELECT *, {best} AS best FROM cands) WHERE best >= 0),
+            freq AS (SELECT s.part, CASE t.dim {key} END AS key, sum(s.n) AS cnt
+                     FROM state s JOIN tried t ON s.part = t.part GROUP BY ALL),
+            running AS (SELECT part, key, cnt,
+                               sum(cnt) OVER (PARTITION BY part ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
+                               lead(key) OVER (PARTITION BY part ORDER BY key) AS nxt FROM freq)
+            SELECT t.part, t.dim, r.key AS split, r.nxt, r.cnt, r.cum, t.rows, {self._valid()} AS valid
+            FROM running r JOIN tried t ON r.part = t.part
+            WHERE r.cum >= t.rows // 2 AND r.cum - r.cnt < t.rows // 2""", state=state, cands=cands)
+
+    def fallback(self, state: str, cands: str, attempt: str) -> str:
+        """Strict mode, the candidates whose widest cut failed: every other QI's median at once; per
+        partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt()."""
+        freq = " UNION ALL ".join(
+            f"SELECT s.part, {d} AS d, f.w{d} AS w, s.k{d} AS key, sum(s.n) AS cnt FROM state s JOIN failed f "
+            f"ON s.part = f.part WHERE f.hi{d} > f.lo{d} AND f.tried <> {d} GROUP BY ALL" for d in range(self.q))
+        return self.sql(f"""
+            WITH failed AS (SELECT c.*, a.dim AS tried FROM cands c JOIN attempt a ON c.part = a.part WHERE NOT a.valid),
+            freq AS ({freq}),
+            running AS (SELECT part, d, w, key, cnt,
+                               sum(cnt) OVER (PARTITION BY part, d ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
+                               lead(key) OVER (PARTITION BY part, d ORDER BY key) AS nxt FROM freq),
+            medians AS (SELECT r.part, r.d AS dim, r.w, r.key AS split, r.nxt, r.cnt, r.cum, f.rows
+                        FROM running r JOIN failed f ON r.part = f.part
+                        WHERE r.cum >= f.rows // 2 AND r.cum - r.cnt < f.rows // 2),
+            ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
+                       FROM medians WHERE {self._valid()})
+            SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM ranked WHERE choice = 1""",
+                        state=state, cands=cands, attempt=attempt)
+
+    def cut(self, state: str, cands: str, decided: str) -> str:
+        """The next level's state: every piece of a decided partition, cut at its median. Relaxed mode shares
+        the cells tied at the median: in QI-vector order, then row order, each takes what the left side
+        still needs. Split_rule 'inherited' also narrows each piece's region."""
+        key = "CASE d.dim " + " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q)) + " END"
+        go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
+        if self.mode == "strict":
+            lefts, before = "CASE WHEN v <= split THEN n ELSE 0 END", "0"
+        else:
+            lefts = ("CASE WHEN v < split THEN n WHEN v > split THEN 0 "
+                     "ELSE least(greatest(go_left - (cum - cnt) - before, 0), n) END")
+            before = (f"coalesce(sum(n) OVER (PARTITION BY part, v = split ORDER BY {self._each('k{d}')}, cell, off "
+                      "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)")
+        region_in = region_out = regions = ""
+        if self.rule == "inherited":
+            region_in = f", {self._each('s.rlo{d}, s.rhi{d}, c.lo{d}, c.hi{d}, c.w{d}')}"
+            regions = f" JOIN cands c ON c.part = d.part"
+            right_lo = ("CASE WHEN cum > rows // 2 THEN split ELSE coalesce(nxt, split) END" if self.mode == "relaxed"
+                        else "coalesce(nxt, split)")
+            chosen_w = "CASE dim " + " ".join(f"WHEN {d} THEN w{d}" for d in range(self.q)) + " END"
+            outs = []
+            for d in range(self.q):  # the chosen QI narrows; the QIs examined before it take their actual range
+                examined = f"(w{d} > {chosen_w} OR (w{d} = {chosen_w} AND {d} <= dim))"
+                outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN lo{d} ELSE {right_lo} END "
+                            f"WHEN {examined} THEN lo{d} ELSE rlo{d} END AS rlo{d}")
+                outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN split ELSE hi{d} END "
+                            f"WHEN {examined} THEN hi{d} ELSE rhi{d} END AS rhi{d}")
+            region_out = ", " + ", ".join(outs)
+        return self.sql(f"""
+            WITH joined AS (SELECT s.cell, s.off, s.n, s.part, {self._each('s.k{d}')}{region_in},
+                                   d.dim, d.split, d.nxt, d.cnt, d.cum, d.rows, {go_left} AS go_left, {key} AS v
+                            FROM state s JOIN decided d ON s.part = d.part{regions}),
+            shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)),
+            sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0
+                      UNION ALL
+                      SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)
+            SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out} FROM sides""",
+                        state=state, cands=cands, decided=decided)
+
+    def decided(self, *attempts: str) -> str:
+        """The allowed cuts of a level, one per partition."""
+        return self.sql(" UNION ALL ".join(f"SELECT part, dim, split, nxt, cnt, cum, rows FROM a{i} WHERE valid"
+                                           for i in range(len(attempts))),
+                        **{f"a{i}": a for i, a in enumerate(attempts)})
+
+    def finished(self, state: str, decided: str) -> str:
+        """The pieces of the partitions no cut was found for: final."""
+        return self.sql("SELECT s.cell, s.off, s.n, s.part FROM state s WHERE s.part NOT IN (SELECT part FROM decided)",
+                        state=state, decided=decided)
+
+    # ---- the release -------------------------------------------------------------------------------------
+    def labels(self, cells: str, final: str) -> str:
+        """Per class (partition): rows, and per QI its text label and typed bounds (lo, hi, mean).
+
+        Numbers and dates read "lo-hi" ("lo/hi" for dates and times) or the value, then ",NULL" when the
+        class also holds NULL; categories read as the set of values present in key order, "{a,b}"."""
+        ctes, joins, cols = ["members AS (SELECT f.part, f.n, "
+                             f"{self._each('c.v{d}, c.k{d}')} FROM final f JOIN cells c ON f.cell = c.cell)"], [], []
+        for d, qi in enumerate(self.qis):
+            if qi.kind == CATEGORICAL:
+                ctes.append(f"set{d} AS (SELECT part, count(*) AS m, max(v{d}) AS one, "
+                            f"string_agg(coalesce(CAST(v{d} AS VARCHAR), 'NULL'), ',' ORDER BY k{d}) AS vals, "
+                            f"arg_min(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS lo, "
+                            f"arg_max(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS hi "
+                            f"FROM (SELECT DISTINCT part, v{d}, k{d} FROM members) GROUP BY part)")
+                joins.append(f"JOIN set{d} ON set{d}.part = b.part")
+                cols.append(f"CASE WHEN set{d}.m = 1 THEN CAST(set{d}.one AS VARCHAR) ELSE '{{' || set{d}.vals || '}}' END AS text{d}, "
+                            f"set{d}.lo AS lo{d}, set{d}.hi AS hi{d}, CAST(NULL AS DOUBLE) AS mean{d}")
+            else:
+                dash = "/" if qi.kind == TEMPORAL else "-"
+                mean = ("CAST(NULL AS DOUBLE)" if qi.kind == TEMPORAL
+                        else f"b.vsum{d} / b.vrows{d}")
+                cols.append(f"CASE WHEN b.lo{d} IS NULL THEN NULL ELSE CASE WHEN b.lo{d} = b.hi{d} THEN CAST(b.lo{d} AS VARCHAR) "
+                            f"ELSE CAST(b.lo{d} AS VARCHAR) || '{dash}' || CAST(b.hi{d} AS VARCHAR) END "
+                            f"|| CASE WHEN b.nulls{d} > 0 THEN ',NULL' ELSE '' END END AS text{d}, "
+                            f"b.lo{d} AS lo{d}, b.hi{d} AS hi{d}, {mean} AS mean{d}")
+        sums = []
+        for d, qi in enumerate(self.qis):
+            sums.append(f"max(CASE WHEN v{d} IS NULL THEN 1 ELSE 0 END) AS nulls{d}")
+            if qi.kind != CATEGORICAL:
+                sums.append(f"min(v{d}) AS lo{d}, max(v{d}) AS hi{d}")
+            if qi.kind == NUMERIC:
+                sums.append(f"sum(CAST(v{d} AS DOUBLE) * n) AS vsum{d}, sum(CASE WHEN v{d} IS NOT NULL THEN n END) AS vrows{d}")
+        ctes.append(f"base AS (SELECT part, sum(n) AS size, {', '.join(sums)} FROM members GROUP BY part)")
+        return self.sql(f"WITH {', '.join(ctes)} SELECT b.part, b.size, {', '.join(cols)} FROM base b {' '.join(joins)}",
+                        cells=cells, final=final)
+
+    def release(self, source: exp.Expression, columns: list[str], cells: str, final: str, labels: str,
+                shape: str, numbered: bool) -> str:
+        """Every source row and column, in the source's column order, each QI replaced by its class's label:
+        `shape` 'text' (the rendering) or 'typed' (STRUCT(lo, hi, mean)). A cell that relaxed mode cut into
+        pieces sends its rows to the pieces in row order."""
+        positions = {qi.name.lower(): d for d, qi in enumerate(self.qis)}
+        out = []
+        for i, name in enumerate(columns):
+            d = positions.get(name.lower())
+            if d is None:
+                out.append(f"r.__col_{i}")
+            elif shape == "text":
+                out.append(f"l.text{d} AS __col_{i}")
+            else:
+                out.append(f"{{'lo': l.lo{d}, 'hi': l.hi{d}, 'mean': l.mean{d}}} AS __col_{i}")
+        match = " AND ".join(f"r.__qi_{d} IS NOT DISTINCT FROM c.v{d}" for d in range(self.q))
+        row = "__anon_row" if numbered else "row_number() OVER ()"
+        if self.mode == "strict":  # a cell is never cut
+            text = f"""
+                WITH rows AS (SELECT {row} AS __anon_row_id, * FROM __anon_source)
+                SELECT {', '.join(out)} FROM rows r JOIN cells c ON {match}
+                JOIN final f ON f.cell = c.cell JOIN labels l ON l.part = f.part"""
+        else:
+            text = f"""
+                WITH rows AS (SELECT {row} AS __anon_row_id, * FROM __anon_source),
+                located AS (SELECT r.*, c.cell AS __anon_cell FROM rows r JOIN cells c ON {match}),
+                whole AS (SELECT cell, min(part) AS part FROM final GROUP BY cell HAVING count(*) = 1),
+                ranked AS (SELECT *, row_number() OVER (PARTITION BY __anon_cell ORDER BY __anon_row_id) - 1 AS __anon_rank
+                           FROM located WHERE __anon_cell NOT IN (SELECT cell FROM whole)),
+                placed AS (SELECT r.*, -1 AS __anon_rank, w.part AS __anon_part FROM located r JOIN whole w ON w.cell = r.__anon_cell
+                           UNION ALL
+                           SELECT r.*, f.part FROM ranked r JOIN final f
+                           ON f.cell = r.__anon_cell AND r.__anon_rank >= f.off AND r.__anon_rank < f.off + f.n)
+                SELECT {', '.join(out)} FROM placed r JOIN labels l ON l.part = r.__anon_part"""
+        tree_text = self.sql(text, source=source, cells=cells, final=final, labels=labels)
+        return self._columns(tree_text, columns)
+
+    def _columns(self, text: str, columns: list[str]) -> str:
+        """Put the source's column names in for the __col_<i> placeholders."""
+        tree = sqlglot.parse_one(text, read=self.dialect)
+
+        def substitute(node):
+            if isinstance(node, exp.Identifier) and node.name.startswith("__col_"):
+                return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
+            return node
+
+        return tree.transform(substitute).sql(self.dialect)
+

@@ -112,21 +112,14 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     total = engine.value(names.real(plan.sql("SELECT total_rows FROM span", span=span))) or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
-    state, following = names("state_a"), names("state_b")
-    cands, attempt, fallback, decided = names("cands"), names("attempt"), names("fallback"), names("decided")
+    state, following, decided = names("state_a"), names("state_b"), names("decided")
     create(state, query("root", cells, span))
-    while True:
-        create(cands, query("candidates", state, span))
-        create(attempt, query("attempt", state, cands))
-        tried = (attempt,)
-        if mode == "strict":  # the partitions whose widest cut failed try every other QI
-            create(fallback, query("fallback", state, cands, attempt))
-            tried += (fallback,)
-        create(decided, query("decided", *tried))
+    while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
+        create(decided, query("level", state, span))
         engine.append(names.real(final), names.real(query("finished", state, decided)))
         if engine.count(names.real(decided)) == 0:
             break
-        create(following, query("cut", state, cands, decided))
+        create(following, query("cut", state, decided))
         state, following = following, state
     labels = names("labels")
     create(labels, query("labels", cells, final))

@@ -109,15 +109,14 @@ class Plan:
                         f"FROM cells c CROSS JOIN span s", cells=cells, span=span)
 
     # ---- one level ---------------------------------------------------------------------------------------
-    def candidates(self, state: str, span: str) -> str:
+    def _candidates(self) -> str:
         """Per partition that could still be cut (2k rows or more): rows, and per QI lo, hi, width."""
         region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
         lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
         width = self._each(f"CASE WHEN s.range{{d}} > 0 THEN (p.{hi}{{d}} - p.{lo}{{d}}) / s.range{{d}} ELSE 0.0 END AS w{{d}}")
-        return self.sql(f"SELECT p.*, {width} FROM "
-                        f"(SELECT part, sum(n) AS rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region} "
-                        f" FROM state GROUP BY part HAVING sum(n) >= {2 * self.k}) p CROSS JOIN span s",
-                        state=state, span=span)
+        return (f"SELECT p.*, {width} FROM "
+                f"(SELECT part, sum(n) AS rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region} "
+                f" FROM state GROUP BY part HAVING sum(n) >= {2 * self.k}) p CROSS JOIN span s")
 
     def _eligible(self, d: int) -> str:
         return f"CASE WHEN hi{d} > lo{d} THEN w{d} ELSE -1.0 END"
@@ -126,14 +125,14 @@ class Plan:
         return (f"cum >= {self.k} AND rows - cum >= {self.k}" if self.mode == "strict"
                 else f"rows // 2 >= {self.k}")
 
-    def attempt(self, state: str, cands: str) -> str:
+    def _attempt(self) -> str:
         """Each candidate's widest QI whose keys differ: its median, and whether the cut there is allowed.
         Returns part, dim, split, nxt (the next key), cnt (rows at the split), cum (rows up to it), rows,
         valid; one row per candidate with a QI whose keys differ."""
         best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})"
         pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
         key = " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q))
-        return self.sql(f"""
+        return (f"""
             WITH tried AS (SELECT part, rows, CASE {pick} END AS dim
                            FROM (SELECT *, {best} AS best FROM cands) WHERE best >= 0),
             freq AS (SELECT s.part, CASE t.dim {key} END AS key, sum(s.n) AS cnt
@@ -143,15 +142,15 @@ class Plan:
                                lead(key) OVER (PARTITION BY part ORDER BY key) AS nxt FROM freq)
             SELECT t.part, t.dim, r.key AS split, r.nxt, r.cnt, r.cum, t.rows, {self._valid()} AS valid
             FROM running r JOIN tried t ON r.part = t.part
-            WHERE r.cum >= t.rows // 2 AND r.cum - r.cnt < t.rows // 2""", state=state, cands=cands)
+            WHERE r.cum >= t.rows // 2 AND r.cum - r.cnt < t.rows // 2""")
 
-    def fallback(self, state: str, cands: str, attempt: str) -> str:
+    def _fallback(self) -> str:
         """Strict mode, the candidates whose widest cut failed: every other QI's median at once; per
         partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt()."""
         freq = " UNION ALL ".join(
             f"SELECT s.part, {d} AS d, f.w{d} AS w, s.k{d} AS key, sum(s.n) AS cnt FROM state s JOIN failed f "
             f"ON s.part = f.part WHERE f.hi{d} > f.lo{d} AND f.tried <> {d} GROUP BY ALL" for d in range(self.q))
-        return self.sql(f"""
+        return (f"""
             WITH failed AS (SELECT c.*, a.dim AS tried FROM cands c JOIN attempt a ON c.part = a.part WHERE NOT a.valid),
             freq AS ({freq}),
             running AS (SELECT part, d, w, key, cnt,
@@ -162,10 +161,9 @@ class Plan:
                         WHERE r.cum >= f.rows // 2 AND r.cum - r.cnt < f.rows // 2),
             ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
                        FROM medians WHERE {self._valid()})
-            SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM ranked WHERE choice = 1""",
-                        state=state, cands=cands, attempt=attempt)
+            SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM ranked WHERE choice = 1""")
 
-    def cut(self, state: str, cands: str, decided: str) -> str:
+    def cut(self, state: str, decided: str) -> str:
         """The next level's state: every piece of a decided partition, cut at its median. Relaxed mode shares
         the cells tied at the median: in QI-vector order, then row order, each takes what the left side
         still needs. Split_rule 'inherited' also narrows each piece's region."""
@@ -178,10 +176,9 @@ class Plan:
                      "ELSE least(greatest(go_left - (cum - cnt) - before, 0), n) END")
             before = (f"coalesce(sum(n) OVER (PARTITION BY part, v = split ORDER BY {self._each('k{d}')}, cell, off "
                       "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)")
-        region_in = region_out = regions = ""
+        region_in = region_out = ""
         if self.rule == "inherited":
-            region_in = f", {self._each('s.rlo{d}, s.rhi{d}, c.lo{d}, c.hi{d}, c.w{d}')}"
-            regions = f" JOIN cands c ON c.part = d.part"
+            region_in = f", {self._each('s.rlo{d}, s.rhi{d}, d.lo{d}, d.hi{d}, d.w{d}')}"
             right_lo = ("CASE WHEN cum > rows // 2 THEN split ELSE coalesce(nxt, split) END" if self.mode == "relaxed"
                         else "coalesce(nxt, split)")
             chosen_w = "CASE dim " + " ".join(f"WHEN {d} THEN w{d}" for d in range(self.q)) + " END"
@@ -196,19 +193,25 @@ class Plan:
         return self.sql(f"""
             WITH joined AS (SELECT s.cell, s.off, s.n, s.part, {self._each('s.k{d}')}{region_in},
                                    d.dim, d.split, d.nxt, d.cnt, d.cum, d.rows, {go_left} AS go_left, {key} AS v
-                            FROM state s JOIN decided d ON s.part = d.part{regions}),
+                            FROM state s JOIN decided d ON s.part = d.part),
             shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)),
             sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0
                       UNION ALL
                       SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)
             SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out} FROM sides""",
-                        state=state, cands=cands, decided=decided)
+                        state=state, decided=decided)
 
-    def decided(self, *attempts: str) -> str:
-        """The allowed cuts of a level, one per partition."""
-        return self.sql(" UNION ALL ".join(f"SELECT part, dim, split, nxt, cnt, cum, rows FROM a{i} WHERE valid"
-                                           for i in range(len(attempts))),
-                        **{f"a{i}": a for i, a in enumerate(attempts)})
+    def level(self, state: str, span: str) -> str:
+        """One level's decisions: per partition that can be cut, the cut (dim, split, nxt, cnt, cum, rows)
+        and its candidate's ranges and widths (lo<d>, hi<d>, w<d>)."""
+        tried = ["attempt"] + (["fallback"] if self.mode == "strict" else [])
+        cuts = " UNION ALL ".join(f"SELECT part, dim, split, nxt, cnt, cum FROM {t} WHERE valid" for t in tried)
+        fallback = f", fallback AS ({self._fallback()})" if self.mode == "strict" else ""
+        region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
+        return self.sql(f"""WITH cands AS ({self._candidates()}), attempt AS ({self._attempt()}){fallback}
+                            SELECT cuts.*, c.rows, {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region}
+                            FROM ({cuts}) cuts JOIN cands c ON c.part = cuts.part""",
+                        state=state, span=span)
 
     def finished(self, state: str, decided: str) -> str:
         """The pieces of the partitions no cut was found for: final."""

@@ -1,0 +1,171 @@
+"""Mondrian on Apache Spark: the level-synchronous driver of ``duckdb_anon.levels`` run by Spark SQL.
+
+``mondrian(spark, table_or_dataframe, qis, k, ...)`` returns a DataFrame with the release
+``mondrian()`` gives on DuckDB: every row and column, each QI replaced by its class's label (text or
+typed). Needs the ``spark`` extra (``pip install 'duckdb-anon[spark]'``, pyspark 4.x and Java 17).
+
+Supported: strict and relaxed mode, numeric, date, timestamp and categorical QIs, split rules 'actual'
+and 'inherited', categorical order 'appearance' and 'value'. Not on Spark: hierarchies, l-diversity /
+t-closeness and suppression (run those on DuckDB).
+
+Determinism. The release depends on the rows' order only through first appearance (categorical order
+'appearance') and relaxed mode's sharing of ties. Those read the order `row_order` gives (columns that
+order the rows); without it, the rows in order of all their columns, so the release never depends on how
+the data is partitioned or which task runs first. Strict mode with categorical order 'value' does not read
+the order at all.
+"""
+from __future__ import annotations
+
+import tempfile
+
+from sqlglot import exp
+
+from duckdb_anon.levels.driver import Engine, Names, run
+from duckdb_anon.levels.plan import CATEGORICAL, NUMERIC, QI, TEMPORAL
+
+FN = "spark.mondrian"
+_NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType")
+_CATEGORICAL = ("StringType", "BooleanType", "VarcharType", "CharType")
+
+
+def spark_column(field) -> QI:
+    """How Mondrian orders a Spark column (kind None: it cannot generalize it)."""
+    kind = type(field.dataType).__name__
+    if kind in _NUMERIC:
+        return QI(field.name, NUMERIC)
+    if kind == "DateType":  # days since the epoch, as DuckDB's epoch_us(date) / 86,400,000,000
+        return QI(field.name, TEMPORAL, "unix_date({x}) * 86400000000")
+    if kind == "TimestampType":  # an instant: microseconds since the epoch
+        return QI(field.name, TEMPORAL, "unix_micros({x})")
+    if kind == "TimestampNTZType":  # wall-clock time read as UTC, as DuckDB reads TIMESTAMP
+        return QI(field.name, TEMPORAL, "unix_micros(to_utc_timestamp({x}, 'UTC'))")
+    return QI(field.name, CATEGORICAL if kind in _CATEGORICAL else None)
+
+
+class SparkEngine(Engine):
+    """Runs the levels as Spark SQL, writing each relation as Parquet under a work folder and reading it
+    back. That cuts the lineage (each level's plan would otherwise hold every level before it, shared
+    subplans copied) and gives Spark true sizes for choosing joins: checkpointed or cached relations
+    carry estimates that compound level after level until Spark ran out of heap computing them."""
+
+    dialect = "spark"
+    numbered = True
+
+    def __init__(self, spark, frame, view: str, work_dir: str):
+        self.spark, self.view, self.work_dir = spark, view, work_dir.rstrip("/")
+        self._columns = [spark_column(f) for f in frame.schema.fields if f.name != "__anon_row"]
+        frame.createOrReplaceTempView(view)
+        self.versions: dict[str, int] = {}
+
+    def source(self) -> exp.Expression:
+        return exp.to_table(self.view)
+
+    def columns(self):
+        return self._columns
+
+    def _write(self, name, frame, mode="overwrite"):
+        version = self.versions.get(name, 0) + (mode == "overwrite")
+        self.versions[name] = version
+        path = f"{self.work_dir}/{name}_{version}"
+        frame.write.mode(mode).parquet(path)
+        self.spark.read.parquet(path).createOrReplaceTempView(name)
+        if mode == "overwrite" and version > 1:  # the previous version was read into this one
+            self._delete(f"{self.work_dir}/{name}_{version - 1}")
+
+    def create(self, name, sql):
+        self._write(name, self.spark.sql(sql))
+
+    def append(self, name, sql):
+        self._write(name, self.spark.sql(sql), "append" if name in self.versions else "overwrite")
+
+    def count(self, name):
+        return self.spark.table(name).count()
+
+    def value(self, sql):
+        return self.spark.sql(sql).collect()[0][0]
+
+    def drop(self, name):
+        self.spark.catalog.dropTempView(name)
+
+    def _delete(self, path):
+        jvm = self.spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(hadoop_path, True)
+
+    def clean(self):
+        """Delete the work folder."""
+        self._delete(self.work_dir)
+
+
+def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order) -> None:
+    """The arguments mondrian() checks, with its messages."""
+    if not isinstance(qis, (list, tuple)) or not all(isinstance(q, str) for q in qis):
+        raise ValueError(f"{FN}(): argument 'qis' must be a list of column names, e.g. ['age', 'zip']")
+    if not qis:
+        raise ValueError(f"{FN}(): argument 'qis' must name at least one column")
+    if len({q.lower() for q in qis}) < len(qis):
+        raise ValueError(f"{FN}(): argument 'qis' lists a column twice")
+    if any(q.startswith("__anon_") for q in qis):
+        raise ValueError(f"{FN}(): argument 'qis' holds a reserved __anon_ name")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"{FN}(): argument 'k' must be an integer of at least 1, got {k!r}")
+    choices = {"mode": (mode, ("strict", "relaxed")), "output": (output, ("text", "typed")),
+               "categorical_order": (categorical_order, ("appearance", "value")),
+               "split_rule": (split_rule, ("actual", "inherited"))}
+    for arg, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise ValueError(f"{FN}(): argument '{arg}' must be {' or '.join(repr(a) for a in allowed)}, got {value!r}")
+    if row_order is not None and (not isinstance(row_order, (list, tuple)) or not row_order
+                                  or not all(isinstance(c, str) for c in row_order)):
+        raise ValueError(f"{FN}(): argument 'row_order' must be a list of column names")
+
+
+def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text",
+             categorical_order: str = "appearance", split_rule: str = "actual", row_order=None,
+             work_dir: str | None = None, into: str | None = None):
+    """The Mondrian release of a Spark table (its name) or DataFrame, as a DataFrame.
+
+    Same arguments and release as SQL ``mondrian()`` on DuckDB (see the module's docstring for what is
+    supported); `row_order` lists columns that order the rows (see Determinism). Each level is written
+    as Parquet under `work_dir` (default: a temporary folder on the driver, which serves ``local[*]``;
+    on a cluster give a folder every executor can reach, e.g. on HDFS or S3); the folder is deleted at
+    the end. The release is written there as well and returned read back, unless `into` names a Parquet
+    path to write it to instead."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import Window
+
+    check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order)
+    frame = spark.table(table) if isinstance(table, str) else table
+    if "__anon_row" in frame.columns:
+        raise ValueError(f"{FN}(): argument 'table' has a column named __anon_row, a reserved name")
+    columns = frame.columns
+    missing = [c for c in (row_order or []) if c.lower() not in {x.lower() for x in columns}]
+    if missing:
+        raise ValueError(f"{FN}(): argument 'row_order': the table has no column {missing[0]!r}")
+    kinds = {spark_column(f).name.lower(): spark_column(f).kind for f in frame.schema.fields}
+    reads_order = mode == "relaxed" or (categorical_order == "appearance"
+                                        and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
+    if row_order:
+        ordered = [F.col(c).asc_nulls_last() for c in row_order]
+    elif reads_order:
+        ordered = [F.col(c).asc_nulls_last() for c in columns]
+    else:
+        ordered = None
+    if ordered is None:  # the release does not read the order: any unique number will do
+        numbered = frame.withColumn("__anon_row", F.monotonically_increasing_id() + 1)
+    else:
+        numbered = frame.withColumn("__anon_row", F.row_number().over(Window.orderBy(*ordered)))
+    names = Names()
+    view = names.prefix + "source"
+    own_dir = work_dir is None
+    work_dir = tempfile.mkdtemp(prefix="duckdb_anon_spark_") if own_dir else f"{work_dir.rstrip('/')}/{names.prefix}"
+    engine = SparkEngine(spark, numbered, view, work_dir)
+    target = into or f"{tempfile.mkdtemp(prefix='duckdb_anon_release_')}/release"
+    try:
+        sql = run(engine, FN, list(qis), k, mode, output, categorical_order, split_rule, names)
+        spark.sql(sql).write.mode("errorifexists").parquet(target)
+    finally:
+        for name in [*names.made, view]:
+            engine.drop(name)
+        engine.clean()
+    return spark.read.parquet(target)

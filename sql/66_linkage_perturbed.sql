@@ -110,8 +110,8 @@ SELECT * FROM anon_linkage_rank(
 -- values (within t = tolerance standard deviations of the original column). Candidate shifts come from
 -- words: every run of seven consecutive values of a segment (ties repeated; fewer in a shorter segment) is
 -- looked up by its offsets from its first value among runs of released values that follow one another,
--- one other released value allowed in between (another segment's); each match proposes the shift that
--- places the run. Runs of released values that more than 20 others resemble (the same buckets of offsets,
+-- up to two other released values allowed in between (another segment's); each match proposes the shift
+-- that places the run. Runs of released values that more than 20 others resemble (the same buckets of offsets,
 -- e.g. runs of near-equal values) are left out: they carry no pattern and would only multiply the matches.
 -- The four shifts proposed most often in a segment are scored by how many of its distinct values land
 -- within t of a released value; the best is kept when it places at least half of them. Then rank to rank:
@@ -155,7 +155,7 @@ probes AS (  -- each word under every bucket list its released match may have: p
           FROM (SELECT segment, v0, d, t, list_transform(d, lambda x: floor((x - 2 * t) / w)) AS lo,
                        list_transform(d, lambda x: floor((x + 2 * t) / w)) AS hi FROM words))
     WHERE list_bool_and(list_transform(range(len(d)), lambda i: mask >> i & 1 = 0 OR hi[i + 1] > lo[i + 1]))),
-offsets AS (  -- the released values after the first that make a word of l offsets: all but one of the next l + 1
+offsets AS (  -- the released values after the first that make a word of l offsets: all but two of the next l + 2
     SELECT list_filter(range(1, l + 3), lambda x: x <> e AND x <> f) AS o
     FROM range(1, 7) a(l), range(1, 9) b(e), range(1, 9) c(f) WHERE e < f AND f <= l + 2 AND l IN (SELECT DISTINCT len(d) FROM words)),
 rel_words AS MATERIALIZED (  -- released words and their buckets, but for buckets more than 20 words share

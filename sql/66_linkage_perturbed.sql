@@ -105,16 +105,19 @@ SELECT * FROM anon_linkage_rank(
     list_transform(try_cast(columns AS VARCHAR[]), lambda q: lower(q)), id_column::VARCHAR);
 
 -- linkage_pattern(): the adversary knows the original column and the segmenting rule (sorted values, ties
--- in row order, cut every segment_size values), so each person's segment and position. A segment is
--- found in the release as the shift c that places its distinct values v_1 < v_2 < ... onto released
--- values: candidate shifts are y - v_1 for every released y at which v_2 + c is also released (within
--- tol = tolerance standard deviations of the original column), and v_3, v_4 as well; each is scored by
--- how many of the
--- segment's distinct values land within tol of a released value, and the best is kept when it places at
--- least half of them. Then rank to rank: the m people holding value v are linked, in row order, to the m
--- released records nearest v + c, in value order. Segments of one repeated value have no pattern.
--- Whole-segment shifts ('domain' bounds) leave every segment's shape intact and fall to it.
--- One row: people, linked_to_own_record, segments, segments_found.
+-- in row order, cut every segment_size values), so each person's segment and position, and looks in the
+-- release for each segment moved as a block: a shift c that puts most of its distinct values onto released
+-- values (within t = tolerance standard deviations of the original column). Candidate shifts come from
+-- words: every run of seven consecutive values of a segment (ties repeated; fewer in a shorter segment) is
+-- looked up by its offsets from its first value among runs of released values that follow one another,
+-- up to two other released values allowed in between (another segment's); each match proposes the shift
+-- that places the run. Runs of released values that more than 20 others resemble (the same buckets of offsets,
+-- e.g. runs of near-equal values) are left out: they carry no pattern and would only multiply the matches.
+-- The four shifts proposed most often in a segment are scored by how many of its distinct values land
+-- within t of a released value; the best is kept when it places at least half of them. Then rank to rank:
+-- the m people holding value v are linked, in row order, to the m released records nearest v + c, in value
+-- order. Segments of one repeated value have no pattern. Whole-segment shifts ('domain' bounds) leave every
+-- segment's shape intact and fall to it. One row: people, linked_to_own_record, segments, segments_found.
 CREATE OR REPLACE MACRO anon_linkage_pattern(release_table, original_table, column_name, id_column, segment_size, tolerance) AS TABLE
 WITH
 checks AS (
@@ -132,49 +135,66 @@ orig AS MATERIALIZED (  -- the original column with ids, in segments (row_id: th
 rel AS MATERIALIZED (  -- released values in value order
     SELECT try_cast(value AS DOUBLE) AS y, grp AS __anon_id, row_number() OVER (ORDER BY try_cast(value AS DOUBLE), grp) AS rk
     FROM anon_column_of(release_table, column_name, id_column), checks WHERE checks.ok AND value IS NOT NULL),
-tol AS (SELECT try_cast(tolerance AS DOUBLE) * coalesce(stddev_pop(v), 0) AS t, (SELECT count(*) FROM rel) AS n FROM orig),
-vals AS MATERIALIZED (  -- each segment's distinct values, numbered
-    SELECT segment, v, count(*) AS m, dense_rank() OVER (PARTITION BY segment ORDER BY v) AS vi,
-           count(*) OVER (PARTITION BY segment) AS distinct_values
-    FROM orig GROUP BY segment, v),
-probes AS (  -- per segment with a pattern: v_1 and the next three distinct values (NULL when absent)
-    SELECT segment, min(v) AS v1, min(v) FILTER (WHERE vi = 2) AS v2, min(v) FILTER (WHERE vi = 3) AS v3,
-           min(v) FILTER (WHERE vi = 4) AS v4
-    FROM vals GROUP BY segment HAVING count(*) > 1),
--- Candidate shifts put v_1 on a released value; each must also put v_2, v_3 and v_4 on one (a cascade of
--- ASOF joins: the first released value at or above v + c - tol, kept when it lies within v + c + tol).
-shift2 AS MATERIALIZED (
-    SELECT s.segment, s.c, s.v3, s.v4, s.t
-    FROM (SELECT p.segment, r.y - p.v1 AS c, p.v2 + r.y - p.v1 - tl.t AS lo, p.v3, p.v4, tl.t
-          FROM probes p, rel r, tol tl) s
-    ASOF JOIN rel r ON s.lo <= r.y WHERE r.y <= s.lo + 2 * s.t),
-shift3 AS MATERIALIZED (
-    SELECT s.segment, s.c, s.v4, s.t
-    FROM (SELECT *, coalesce(v3, 'inf'::DOUBLE) + c - t AS lo FROM shift2) s
-    ASOF LEFT JOIN rel r ON s.lo <= r.y WHERE s.v3 IS NULL OR r.y <= s.lo + 2 * s.t),
-kept AS MATERIALIZED (
-    SELECT s.segment, s.c, s.t
-    FROM (SELECT *, coalesce(v4, 'inf'::DOUBLE) + c - t AS lo FROM shift3) s
-    ASOF LEFT JOIN rel r ON s.lo <= r.y WHERE s.v4 IS NULL OR r.y <= s.lo + 2 * s.t),
-scored AS (  -- how many of the segment's other distinct values land on a released value
+tol AS (  -- t in the column's units; offsets are looked up in buckets of width 4t (two values' tolerance each side)
+    SELECT try_cast(tolerance AS DOUBLE) * coalesce(stddev_pop(v), 0) AS t, 4 * try_cast(tolerance AS DOUBLE) * coalesce(stddev_pop(v), 0) AS w,
+           (SELECT count(*) FROM rel) AS n
+    FROM orig),
+vals AS MATERIALIZED (  -- each segment's distinct values
+    SELECT segment, v, count(*) AS m, count(*) OVER (PARTITION BY segment) AS distinct_values FROM orig GROUP BY segment, v),
+words AS MATERIALIZED (  -- runs of consecutive values: the first, and the offsets of the next 1 to 6 from it
+    SELECT segment, v0, d[:least(6, size - 1)] AS d, t, w
+    FROM (SELECT segment, pos, count(*) OVER (PARTITION BY segment) AS size, v AS v0,
+                 [lead(v, 1) OVER s - v, lead(v, 2) OVER s - v, lead(v, 3) OVER s - v, lead(v, 4) OVER s - v,
+                  lead(v, 5) OVER s - v, lead(v, 6) OVER s - v] AS d
+          FROM orig WINDOW s AS (PARTITION BY segment ORDER BY pos)), tol
+    WHERE size > 1 AND pos <= size - least(6, size - 1) AND d[least(6, size - 1)] > 2 * t),  -- not all one value
+probes AS (  -- each word under every bucket list its released match may have: per offset x, released within 2t,
+             -- the buckets of x - 2t and of x + 2t; each combination once (bit i of mask: which one)
+    SELECT segment, v0, d, t, hash(list_transform(range(len(d)), lambda i: CASE WHEN mask >> i & 1 = 0 THEN lo[i + 1] ELSE hi[i + 1] END)) AS k
+    FROM (SELECT *, unnest(range(1 << len(d))) AS mask
+          FROM (SELECT segment, v0, d, t, list_transform(d, lambda x: floor((x - 2 * t) / w)) AS lo,
+                       list_transform(d, lambda x: floor((x + 2 * t) / w)) AS hi FROM words))
+    WHERE list_bool_and(list_transform(range(len(d)), lambda i: mask >> i & 1 = 0 OR hi[i + 1] > lo[i + 1]))),
+offsets AS (  -- the released values after the first that make a word of l offsets: all but two of the next l + 2
+    SELECT list_filter(range(1, l + 3), lambda x: x <> e AND x <> f) AS o
+    FROM range(1, 7) a(l), range(1, 9) b(e), range(1, 9) c(f) WHERE e < f AND f <= l + 2 AND l IN (SELECT DISTINCT len(d) FROM words)),
+rel_words AS MATERIALIZED (  -- released words and their buckets, but for buckets more than 20 words share
+    SELECT y, d, hash(list_transform(d, lambda x: floor(x / w))) AS k
+    FROM (SELECT r.y, list_transform(o.o, lambda p: r.nxt[p] - r.y) AS d
+          FROM (SELECT y, list(y) OVER (ORDER BY rk ROWS BETWEEN 1 FOLLOWING AND 8 FOLLOWING) AS nxt FROM rel) r, offsets o
+          WHERE len(r.nxt) >= o.o[-1]), tol
+    QUALIFY count(*) OVER (PARTITION BY k) <= 20),
+proposed AS (  -- a released run within 2t of the word's every offset proposes the mean displacement of its values
+    SELECT p.segment, r.y - p.v0 + (list_sum(r.d) - list_sum(p.d)) / (len(p.d) + 1) AS c
+    FROM probes p JOIN rel_words r ON r.k = p.k  -- (equal hashes of unequal buckets fail the test below)
+    WHERE len(r.d) = len(p.d) AND list_bool_and(list_transform(range(1, len(p.d) + 1), lambda i: abs(r.d[i] - p.d[i]) <= 2 * p.t))),
+kept AS MATERIALIZED (  -- per segment, the four buckets (2t wide) with the most proposals in them and either side;
+                        -- their shift: the median of those proposals
+    SELECT segment, list_aggregate(cs, 'median') AS c FROM (
+        SELECT segment, bucket, flatten(list(cs) OVER near) AS cs, sum(votes) OVER near AS votes
+        FROM (SELECT segment, floor(c / (2 * (SELECT t FROM tol))) AS bucket, list(c) AS cs, count(*) AS votes
+              FROM proposed GROUP BY ALL)
+        WINDOW near AS (PARTITION BY segment ORDER BY bucket RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING))
+    QUALIFY row_number() OVER (PARTITION BY segment ORDER BY votes DESC, bucket) <= 4),
+scored AS (  -- how many of the segment's distinct values land within t of a released value
     SELECT p.segment, p.c, count(*) FILTER (WHERE r.y <= p.lo + 2 * p.t) AS score
-    FROM (SELECT k.segment, k.c, k.t, w.v + k.c - k.t AS lo
-          FROM kept k JOIN vals w ON w.segment = k.segment AND w.vi > 1) p
+    FROM (SELECT k.segment, k.c, tol.t, w.v + k.c - tol.t AS lo
+          FROM kept k JOIN vals w ON w.segment = k.segment, tol) p
     ASOF LEFT JOIN rel r ON p.lo <= r.y
     GROUP BY p.segment, p.c),
 found AS (
     SELECT b.segment, b.c
     FROM (SELECT segment, max_by(c, {'score': score, 'c': -c}) AS c, max(score) AS score FROM scored GROUP BY segment) b
     JOIN (SELECT segment, any_value(distinct_values) AS dv FROM vals GROUP BY segment) d USING (segment)
-    WHERE b.score >= (d.dv - 1) / 2.0),
+    WHERE b.score >= d.dv / 2.0),
 targets AS (  -- per found value: v + c, its m holders, and the rank of the first released value at or above it
     SELECT v.segment, v.v, v.m, v.v + f.c AS target, coalesce(r.rk, (SELECT n FROM tol) + 1) AS p0
     FROM vals v JOIN found f USING (segment) ASOF LEFT JOIN rel r ON v.v + f.c <= r.y),
-nearest AS (  -- the m released records nearest each target, numbered in value order
+nearest AS (  -- the m released records nearest each target (among the m ranks either side), in value order
     SELECT segment, v, __anon_id, row_number() OVER (PARTITION BY segment, v ORDER BY rk) AS place
     FROM (SELECT t.segment, t.v, r.__anon_id, r.rk,
                  row_number() OVER (PARTITION BY t.segment, t.v ORDER BY abs(r.y - t.target), r.rk) AS closeness, t.m
-          FROM targets t JOIN rel r ON r.rk BETWEEN t.p0 - t.m AND t.p0 + t.m - 1)
+          FROM (SELECT *, unnest(range(p0 - m, p0 + m)) AS rk FROM targets) t JOIN rel r USING (rk))
     WHERE closeness <= m),
 holders AS (  -- the people holding each value, numbered in row (segment) order
     SELECT segment, v, __anon_id, row_number() OVER (PARTITION BY segment, v ORDER BY pos) AS place FROM orig),

@@ -4,6 +4,7 @@ QI vector (run from the project root):
     python bench/bench_highcard.py                      # 1M and 10M rows, strict, k = 10
     python bench/bench_highcard.py 100000000            # 100M rows (memory_limit 8GB, spills)
     python bench/bench_highcard.py 1000000 --mode relaxed
+    python bench/bench_highcard.py 10000000 --engine levels   # the level driver (duckdb_anon.levels)
 
 The table (deterministic, any row count: every value is a hash of the row number) has an id, six QIs --
 age (74 values), zip (VARCHAR, 90,000 values), sex (2), education (VARCHAR, 16), date of birth (DATE,
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 import duckdb_anon
+from duckdb_anon import levels
 
 QIS = ["age", "zip", "sex", "education", "dob", "income"]
 EDUCATION = ["Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad", "Some-college",
@@ -66,14 +68,17 @@ def memory_limit(n):
     return "2GB" if n <= 10_000_000 else "8GB"
 
 
-def one(n, mode, k):
+def one(n, mode, k, engine="sql"):
     con = duckdb_anon.connect(str(database(n)))
     con.execute(f"SET memory_limit = '{memory_limit(n)}'")
     con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)])
     con.execute("DROP TABLE IF EXISTS rel")
     qis = "[" + ", ".join(f"'{q}'" for q in QIS) + "]"
     started = time.perf_counter()
-    con.execute(f"CREATE TABLE rel AS SELECT * FROM mondrian('highcard', {qis}, {k}, '{mode}')")
+    if engine == "sql":
+        con.execute(f"CREATE TABLE rel AS SELECT * FROM mondrian('highcard', {qis}, {k}, '{mode}')")
+    else:
+        levels.mondrian(con, "highcard", QIS, k, into="rel", mode=mode)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     rows, classes, smallest = con.execute(
@@ -82,7 +87,7 @@ def one(n, mode, k):
     source_rows = con.execute("SELECT count(*) FROM highcard").fetchall()[0][0]
     con.execute("DROP TABLE rel")
     con.close()
-    return {"rows": n, "mode": mode, "seconds": took, "peak_mb": peak / 1024, "kept": rows == source_rows,
+    return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "peak_mb": peak / 1024, "kept": rows == source_rows,
             "classes": classes, "smallest": smallest, "limit": memory_limit(n)}
 
 
@@ -91,23 +96,26 @@ def main():
     parser.add_argument("rows", nargs="*", type=int, default=[1_000_000, 10_000_000])
     parser.add_argument("--mode", default="strict", choices=["strict", "relaxed"])
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--engine", default="sql", choices=["sql", "levels"],
+                        help="sql: SELECT * FROM mondrian(...); levels: duckdb_anon.levels.mondrian()")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.rows[0], args.mode, args.k)))
+        print(json.dumps(one(args.rows[0], args.mode, args.k, args.engine)))
         return
-    print("| rows | mode | memory_limit | wall time (s) | peak RSS (MB) | all rows kept | classes | smallest class |")
-    print("|---:|---|---|---:|---:|---|---:|---:|")
+    print("| rows | engine | mode | memory_limit | wall time (s) | peak RSS (MB) | all rows kept | classes | smallest class |")
+    print("|---:|---|---|---|---:|---:|---|---:|---:|")
     for n in args.rows:
         database(n)  # generated outside the measured process
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--mode", args.mode, "-k", str(args.k)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--mode", args.mode, "-k", str(args.k),
+                              "--engine", args.engine],
                              capture_output=True, text=True)
         if out.returncode != 0:
             reason = next((line for line in out.stderr.splitlines() if "Error" in line), "?")[:140]
-            print(f"| {n:,} | {args.mode} | {memory_limit(n)} | failed: {reason} | | | | |", flush=True)
+            print(f"| {n:,} | {args.engine} | {args.mode} | {memory_limit(n)} | failed: {reason} | | | | |", flush=True)
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {n:,} | {r['mode']} | {r['limit']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
+        print(f"| {n:,} | {r['engine']} | {r['mode']} | {r['limit']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
               f"{'yes' if r['kept'] else 'NO'} | {r['classes']:,} | {r['smallest']} |", flush=True)
 
 

@@ -2,6 +2,7 @@
 
     python bench/bench_mondrian.py            # 30k, 300k, 1M, 10M rows
     python bench/bench_mondrian.py 30162 1000000
+    python bench/bench_mondrian.py 30162 --engines sql levels   # mondrian() and duckdb_anon.levels side by side
 
 Scaled tables sample Adult rows with replacement (deterministic hash of the row number) and jitter the two
 numeric QIs by -1, 0 or +1. Each run happens in a fresh subprocess so peak memory (ru_maxrss) is its own;
@@ -15,6 +16,7 @@ import tempfile
 import time
 
 import duckdb_anon
+from duckdb_anon import levels
 from duckdb_anon.datasets import ADULT_QIS
 
 SIZES = [30162, 300_000, 1_000_000, 10_000_000]
@@ -32,7 +34,7 @@ def build(con, n):
     return "scaled"
 
 
-def one(n, mode):
+def one(n, mode, engine="sql"):
     con = duckdb_anon.connect()
     table = build(con, n)
     if n >= 10_000_000:
@@ -42,30 +44,36 @@ def one(n, mode):
     qis = "[" + ", ".join(f"'{q}'" for q in ADULT_QIS) + "]"
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    con.execute(f"CREATE TEMP TABLE rel AS SELECT * FROM mondrian('{table}', {qis}, 10, '{mode}')")
+    if engine == "sql":
+        con.execute(f"CREATE TEMP TABLE rel AS SELECT * FROM mondrian('{table}', {qis}, 10, '{mode}')")
+    else:
+        levels.mondrian(con, table, ADULT_QIS, 10, into="rel", mode=mode)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    achieved = con.execute(f"SELECT achieved_k FROM release_measures('rel', {qis})").fetchone()[0]
+    achieved = con.execute(f"SELECT achieved_k FROM release_measures('rel', {qis})").fetchall()[0][0]
     con.close()
-    return {"rows": n, "mode": mode, "seconds": took, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
+    return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
             "achieved_k": achieved}
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        print(json.dumps(one(int(sys.argv[2]), sys.argv[3])))
+        print(json.dumps(one(int(sys.argv[2]), sys.argv[3], sys.argv[4])))
         return
-    sizes = [int(a) for a in sys.argv[1:]] or SIZES
-    print("| rows | mode | wall time (s) | peak RSS (MB) | achieved k |")
-    print("|---:|---|---:|---:|---:|")
+    args = sys.argv[1:]
+    engines = args[args.index("--engines") + 1:] if "--engines" in args else ["sql"]
+    sizes = [int(a) for a in (args[:args.index("--engines")] if "--engines" in args else args)] or SIZES
+    print("| rows | mode | engine | wall time (s) | peak RSS (MB) | achieved k |")
+    print("|---:|---|---|---:|---:|---:|")
     for n in sizes:
         for mode in ("strict", "relaxed"):
-            out = subprocess.run([sys.executable, __file__, "--one", str(n), mode], capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"| {n:,} | {mode} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | |", flush=True)
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"| {n:,} | {mode} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k']} |", flush=True)
+            for engine in engines:
+                out = subprocess.run([sys.executable, __file__, "--one", str(n), mode, engine], capture_output=True, text=True)
+                if out.returncode != 0:
+                    print(f"| {n:,} | {mode} | {engine} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | |", flush=True)
+                    continue
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                print(f"| {n:,} | {mode} | {engine} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ class SparkEngine(Engine):
 
     dialect = "spark"
     numbered = True
+    stepwise = True
 
     def __init__(self, spark, frame, view: str, work_dir: str):
         self.spark, self.view, self.work_dir = spark, view, work_dir.rstrip("/")
@@ -86,6 +87,10 @@ class SparkEngine(Engine):
 
     def drop(self, name):
         self.spark.catalog.dropTempView(name)
+
+    def begin(self, step):
+        # Spark's UI and REST API show each job under its step (bench/bench_spark.py reads them)
+        self.spark.sparkContext.setJobGroup(f"duckdb-anon {step}", f"duckdb-anon mondrian: {step}")
 
     def _delete(self, path):
         jvm = self.spark.sparkContext._jvm
@@ -163,9 +168,12 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     target = into or f"{tempfile.mkdtemp(prefix='duckdb_anon_release_')}/release"
     try:
         sql = run(engine, FN, list(qis), k, mode, output, categorical_order, split_rule, names)
+        engine.begin("release")
         spark.sql(sql).write.mode("errorifexists").parquet(target)
     finally:
         for name in [*names.made, view]:
             engine.drop(name)
         engine.clean()
+        for key in ("spark.jobGroup.id", "spark.job.description"):  # the caller's later jobs are not ours
+            spark.sparkContext.setLocalProperty(key, None)
     return spark.read.parquet(target)

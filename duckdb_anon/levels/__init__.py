@@ -39,7 +39,10 @@ class DuckDBEngine(Engine):
 
     def __init__(self, con: duckdb.DuckDBPyConnection, table_name: str):
         self.con, self.table_name = con, table_name
-        described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table_name]).fetchall()
+        try:
+            described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table_name]).fetchall()
+        except duckdb.Error as err:
+            raise ValueError(f"mondrian(): argument 'table_name': cannot read {table_name!r}: {err}") from None
         self._columns = [duckdb_column(row[0], row[1]) for row in described]
         self._appended: set[str] = set()
 
@@ -85,7 +88,11 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
         raise ValueError(f"mondrian(): argument 'output' must be 'text' or 'typed', got {output!r}")
     engine = DuckDBEngine(con, table_name)
     names = Names()
-    target = exp.to_table(into, dialect="duckdb")
+    parts = into.split(".")  # [catalog.][schema.]table, each part quoted as it stands
+    if not 1 <= len(parts) <= 3 or not all(parts):
+        raise ValueError(f"mondrian(): argument 'into' must be a table name, [catalog.][schema.]table, got {into!r}")
+    target = exp.table_(parts[-1], db=parts[-2] if len(parts) > 1 else None,
+                        catalog=parts[-3] if len(parts) > 2 else None, quoted=True)
     try:
         sql = run(engine, "mondrian", list(qis), int(k), mode, output, categorical_order, split_rule, names)
         con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")

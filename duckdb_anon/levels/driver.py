@@ -20,6 +20,9 @@ class Engine(ABC):
 
     dialect: str  # sqlglot dialect name
     numbered: bool  # the source carries its row number as __anon_row
+    # materialize each step of a level's decision (Spark: its CTEs are inlined at every reference, and
+    # the strict fallback reads them many times); DuckDB decides a level in one statement
+    stepwise: bool = False
 
     @abstractmethod
     def source(self) -> exp.Expression:
@@ -49,6 +52,9 @@ class Engine(ABC):
     @abstractmethod
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
+
+    def begin(self, step: str) -> None:
+        """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""
 
 
 RUN = "__anon_lv_run_"  # the prefix of intermediate relations in cached SQL; each run puts its own in
@@ -107,21 +113,35 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         return _generated(plan_key, method, tables)
 
     cells, span, final = names("cells"), names("span"), names("final")
+    engine.begin("cells")
     create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, query("span", cells))
     total = engine.value(names.real(plan.sql("SELECT total_rows FROM span", span=span))) or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
     state, following, decided = names("state_a"), names("state_b"), names("decided")
+    if engine.stepwise:
+        cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
     create(state, query("root", cells, span))
+    level = 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
-        create(decided, query("level", state, span))
+        level += 1
+        engine.begin(f"level {level}")
+        if engine.stepwise:
+            create(cands, query("candidates", state, span))
+            create(attempt, query("attempt", state, cands))
+            if mode == "strict":
+                create(fallback, query("fallback", state, cands, attempt))
+            create(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
+        else:
+            create(decided, query("level", state, span))
         engine.append(names.real(final), names.real(query("finished", state, decided)))
         if engine.count(names.real(decided)) == 0:
             break
         create(following, query("cut", state, decided))
         state, following = following, state
     labels = names("labels")
+    engine.begin("labels")
     create(labels, query("labels", cells, final))
     columns = [column.name for column in engine.columns()]
     return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))

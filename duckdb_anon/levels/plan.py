@@ -146,22 +146,29 @@ class Plan:
 
     def _fallback(self) -> str:
         """Strict mode, the candidates whose widest cut failed: every other QI's median at once; per
-        partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt()."""
-        freq = " UNION ALL ".join(
-            f"SELECT s.part, {d} AS d, f.w{d} AS w, s.k{d} AS key, sum(s.n) AS cnt FROM state s JOIN failed f "
-            f"ON s.part = f.part WHERE f.hi{d} > f.lo{d} AND f.tried <> {d} GROUP BY ALL" for d in range(self.q))
+        partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt().
+        One aggregate over (partition, QI, key): the state is paired with the QI positions, each row
+        reading the key of its position."""
+        positions = " UNION ALL ".join(f"SELECT {d} AS d" for d in range(self.q))
+        key = "CASE p.d " + " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q)) + " END"
+        width = "CASE p.d " + " ".join(f"WHEN {d} THEN f.w{d}" for d in range(self.q)) + " END"
+        differ = "CASE p.d " + " ".join(f"WHEN {d} THEN f.hi{d} > f.lo{d}" for d in range(self.q)) + " END"
+        freq = (f"SELECT s.part, p.d, {width} AS w, {key} AS key, sum(s.n) AS cnt "
+                f"FROM state s JOIN failed f ON s.part = f.part CROSS JOIN ({positions}) p "
+                f"WHERE {differ} AND f.tried <> p.d GROUP BY ALL")
+        # CTE names differ from _attempt()'s: Spark refuses a name defined twice in one statement
         return (f"""
             WITH failed AS (SELECT c.*, a.dim AS tried FROM cands c JOIN attempt a ON c.part = a.part WHERE NOT a.valid),
-            freq AS ({freq}),
-            running AS (SELECT part, d, w, key, cnt,
+            every_freq AS ({freq}),
+            every_running AS (SELECT part, d, w, key, cnt,
                                sum(cnt) OVER (PARTITION BY part, d ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
-                               lead(key) OVER (PARTITION BY part, d ORDER BY key) AS nxt FROM freq),
-            medians AS (SELECT r.part, r.d AS dim, r.w, r.key AS split, r.nxt, r.cnt, r.cum, f.rows
-                        FROM running r JOIN failed f ON r.part = f.part
+                               lead(key) OVER (PARTITION BY part, d ORDER BY key) AS nxt FROM every_freq),
+            every_median AS (SELECT r.part, r.d AS dim, r.w, r.key AS split, r.nxt, r.cnt, r.cum, f.rows
+                        FROM every_running r JOIN failed f ON r.part = f.part
                         WHERE r.cum >= f.rows // 2 AND r.cum - r.cnt < f.rows // 2),
-            ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
-                       FROM medians WHERE {self._valid()})
-            SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM ranked WHERE choice = 1""")
+            every_ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
+                       FROM every_median WHERE {self._valid()})
+            SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM every_ranked WHERE choice = 1""")
 
     def cut(self, state: str, decided: str) -> str:
         """The next level's state: every piece of a decided partition, cut at its median. Relaxed mode shares
@@ -201,17 +208,33 @@ class Plan:
             SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out} FROM sides""",
                         state=state, decided=decided)
 
-    def level(self, state: str, span: str) -> str:
-        """One level's decisions: per partition that can be cut, the cut (dim, split, nxt, cnt, cum, rows)
-        and its candidate's ranges and widths (lo<d>, hi<d>, w<d>)."""
+    def candidates(self, state: str, span: str) -> str:
+        return self.sql(self._candidates(), state=state, span=span)
+
+    def attempt(self, state: str, cands: str) -> str:
+        return self.sql(self._attempt(), state=state, cands=cands)
+
+    def fallback(self, state: str, cands: str, attempt: str) -> str:
+        return self.sql(self._fallback(), state=state, cands=cands, attempt=attempt)
+
+    def _decisions(self) -> str:
+        """The allowed cuts (one per partition) with their candidate's ranges and widths."""
         tried = ["attempt"] + (["fallback"] if self.mode == "strict" else [])
         cuts = " UNION ALL ".join(f"SELECT part, dim, split, nxt, cnt, cum FROM {t} WHERE valid" for t in tried)
-        fallback = f", fallback AS ({self._fallback()})" if self.mode == "strict" else ""
         region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
-        return self.sql(f"""WITH cands AS ({self._candidates()}), attempt AS ({self._attempt()}){fallback}
-                            SELECT cuts.*, c.rows, {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region}
-                            FROM ({cuts}) cuts JOIN cands c ON c.part = cuts.part""",
-                        state=state, span=span)
+        return (f"SELECT cuts.*, c.rows, {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region} "
+                f"FROM ({cuts}) cuts JOIN cands c ON c.part = cuts.part")
+
+    def decisions(self, cands: str, attempt: str, fallback: str | None = None) -> str:
+        return self.sql(self._decisions(), cands=cands, attempt=attempt,
+                        **({"fallback": fallback} if fallback else {}))
+
+    def level(self, state: str, span: str) -> str:
+        """One level's decisions in one statement (the steps above as CTEs): per partition that can be
+        cut, the cut (dim, split, nxt, cnt, cum) and its candidate's rows, ranges and widths."""
+        fallback = f", fallback AS ({self._fallback()})" if self.mode == "strict" else ""
+        return self.sql(f"WITH cands AS ({self._candidates()}), attempt AS ({self._attempt()}){fallback} "
+                        f"{self._decisions()}", state=state, span=span)
 
     def finished(self, state: str, decided: str) -> str:
         """The pieces of the partitions no cut was found for: final."""

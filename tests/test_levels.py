@@ -1,0 +1,112 @@
+"""The level driver (duckdb_anon.levels) gives mondrian()'s release: same rows, same labels, both shapes."""
+import duckdb
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import qi_sql
+from duckdb_anon import levels
+from duckdb_anon.datasets import ADULT_QIS
+
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def differences(con, a, b):
+    """Rows of a not in b and of b not in a, as multisets."""
+    return con.execute(f"SELECT (SELECT count(*) FROM (FROM {a} EXCEPT ALL FROM {b})), "
+                       f"(SELECT count(*) FROM (FROM {b} EXCEPT ALL FROM {a}))").fetchall()[0]
+
+
+@pytest.mark.parametrize("mode,rule,shape", [("strict", "actual", "text"), ("strict", "inherited", "typed"),
+                                             ("relaxed", "actual", "typed"), ("relaxed", "inherited", "text")])
+def test_adult_release_is_mondrians(adult_con, mode, rule, shape):
+    con = adult_con.cursor()
+    levels.mondrian(con, "adult", ADULT_QIS, 10, into="lv", mode=mode, split_rule=rule, output=shape)
+    con.execute(f"CREATE TEMP TABLE sq AS SELECT * FROM mondrian('adult', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}', "
+                f"split_rule := '{rule}', output := '{shape}')")
+    assert differences(con, "lv", "sq") == (0, 0)
+    assert con.execute("SELECT count(*) FROM lv").fetchall()[0][0] == 30162
+    # k recomputed from the release alone (text labels group the classes; typed bounds too)
+    smallest = con.execute(f"SELECT min(n) FROM (SELECT count(*) AS n FROM lv GROUP BY {', '.join(ADULT_QIS)})").fetchall()[0][0]
+    assert smallest >= 10
+    left = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__anon_lv_%'").fetchall()[0][0]
+    assert left == 0  # every intermediate table dropped
+    con.execute("DROP TABLE lv")
+    con.close()
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(1, 40))
+    small = st.integers(0, draw(st.integers(0, 6)))  # few values: many ties; 0 -> a constant column
+    maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
+    rows = draw(st.lists(st.tuples(maybe(small), maybe(st.sampled_from("abcde")), maybe(small.map(float)),
+                                   maybe(small)), min_size=n, max_size=n))
+    k = draw(st.integers(1, n))
+    mode = draw(st.sampled_from(["strict", "relaxed"]))
+    rule = draw(st.sampled_from(["actual", "inherited"]))
+    order = draw(st.sampled_from(["appearance", "value"]))
+    qis = draw(st.permutations(["x", "c", "y", "d"]))
+    return pd.DataFrame(rows, columns=["x", "c", "y", "d"]).assign(id=range(n)), k, mode, rule, order, qis
+
+
+def load(con, df):
+    con.register("df_view", df)
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT id, x::INTEGER AS x, c::VARCHAR AS c, y::DOUBLE AS y, "
+                "DATE '2000-01-01' + d::INTEGER AS d FROM df_view ORDER BY id")
+    con.unregister("df_view")
+
+
+@SETTINGS
+@given(tables())
+def test_random_tables_give_mondrians_release(con, case):
+    df, k, mode, rule, order, qis = case
+    load(con, df)
+    for shape in ("text", "typed"):
+        con.execute("DROP TABLE IF EXISTS lv")
+        levels.mondrian(con, "t", qis, k, into="lv", mode=mode, split_rule=rule, output=shape, categorical_order=order)
+        con.execute(f"CREATE OR REPLACE TABLE sq AS SELECT * FROM mondrian('t', {qi_sql(qis)}, {k}, mode := '{mode}', "
+                    f"split_rule := '{rule}', output := '{shape}', categorical_order := '{order}')")
+        assert differences(con, "lv", "sq") == (0, 0)
+    release = con.execute("SELECT * FROM lv").df()
+    assert sorted(release["id"]) == list(range(len(df)))
+    sizes = con.execute("SELECT count(*) AS n FROM lv GROUP BY x, c, y, d").df()["n"]
+    assert sizes.min() >= k
+
+
+def test_bad_arguments_name_the_argument_and_leave_nothing(con):
+    con.execute("CREATE TABLE t AS SELECT range AS x FROM range(5)")
+    tables = "SELECT list(table_name ORDER BY table_name) FROM duckdb_tables()"
+    before = con.execute(tables).fetchall()
+    cases = [({"qis": ["nope"], "k": 2}, "qis"), ({"qis": ["x"], "k": 9}, "'k'"), ({"qis": ["x"], "k": 0}, "'k'"),
+             ({"qis": ["x"], "k": 2, "mode": "lax"}, "'mode'"), ({"qis": ["x"], "k": 2, "output": "csv"}, "'output'"),
+             ({"qis": ["x", "X"], "k": 2}, "qis")]
+    for kwargs, word in cases:
+        with pytest.raises((duckdb.Error, ValueError)) as err:
+            levels.mondrian(con, "t", into="out", **kwargs)
+        assert "mondrian()" in str(err.value) and word in str(err.value)
+    assert con.execute(tables).fetchall() == before  # no intermediate table left, no `out`
+    assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 5  # the source is untouched
+
+
+def test_hostile_names_are_read_as_names(con):
+    name = "we ird'; DROP TABLE t; --"
+    con.execute("CREATE TABLE t AS SELECT 1 AS keep")
+    con.execute(f'CREATE TABLE "{name}" AS SELECT range AS "a""b", range % 3 AS "c;d" FROM range(20)')
+    levels.mondrian(con, name, ['a"b', "c;d"], 4, into='out"x')
+    assert con.execute('SELECT count(*) FROM "out""x"').fetchall()[0][0] == 20
+    assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 1
+    with pytest.raises(ValueError, match="argument 'table_name'"):
+        levels.mondrian(con, 'no"such', ["x"], 2, into="y")
+
+
+def test_same_release_whatever_the_thread_count(con):
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 97 AS a, (range * 7) % 31 AS b, "
+                "['x', 'y', 'z'][range % 3 + 1] AS c FROM range(20000)")
+    releases = []
+    for threads in (1, 2):
+        con.execute(f"SET threads = {threads}")
+        levels.mondrian(con, "t", ["a", "b", "c"], 5, into=f"r{threads}", mode="relaxed")
+        releases.append(f"r{threads}")
+    assert differences(con, *releases) == (0, 0)

@@ -1,0 +1,96 @@
+"""The Spark engine gives the release mondrian() gives on DuckDB (same rows, same labels), whatever the
+DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing."""
+import shutil
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import duckdb_anon
+from conftest import qi_sql
+from duckdb_anon.datasets import ADULT_QIS
+
+if shutil.which("java") is None:
+    pytest.skip("Spark tests skipped: no Java runtime on this machine (pyspark needs Java 17)", allow_module_level=True)
+pyspark = pytest.importorskip("pyspark", reason="Spark tests skipped: pyspark is not installed (the 'spark' extra)")
+from duckdb_anon import spark as dspark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("duckdb-anon-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.adaptive.enabled", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def same_release(con, spark_frame, sql):
+    """The Spark release and mondrian()'s, compared as multisets of rows."""
+    con.register("spark_release", spark_frame.toPandas())
+    con.execute(f"CREATE OR REPLACE TABLE duck_release AS {sql}")
+    a, b = con.execute("SELECT (SELECT count(*) FROM (FROM spark_release EXCEPT ALL FROM duck_release)), "
+                       "(SELECT count(*) FROM (FROM duck_release EXCEPT ALL FROM spark_release))").fetchall()[0]
+    con.unregister("spark_release")
+    return a == 0 and b == 0
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_adult_release_is_mondrians(spark, mode):
+    """On 600 Adult rows (the whole table takes many minutes on local[2]: bench/bench_spark.py checks it)."""
+    con = duckdb_anon.connect()
+    duckdb_anon.load_adult(con, "adult")
+    con.execute("CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * FROM adult LIMIT 600")
+    frame = spark.createDataFrame(con.execute("SELECT * FROM numbered ORDER BY rid").df())
+    release = dspark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"])
+    assert release.count() == 600
+    assert same_release(con, release, f"SELECT * FROM mondrian('numbered', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}')")
+    con.close()
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(2, 30))
+    small = st.integers(0, draw(st.integers(0, 5)))  # few values: many ties; 0 -> a constant column
+    maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
+    rows = draw(st.lists(st.tuples(maybe(small), maybe(st.sampled_from("abcd")), maybe(small)), min_size=n, max_size=n))
+    k = draw(st.integers(1, n))
+    mode = draw(st.sampled_from(["strict", "relaxed"]))
+    shape = draw(st.sampled_from(["text", "typed"]))
+    rule = draw(st.sampled_from(["actual", "inherited"]))
+    return pd.DataFrame(rows, columns=["x", "c", "d"]).assign(id=range(n)), k, mode, shape, rule
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tables())
+def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, case):
+    df, k, mode, shape, rule = case
+    con = duckdb_anon.connect()
+    con.register("df_view", df)
+    con.execute("CREATE TABLE t AS SELECT id, x::INTEGER AS x, c::VARCHAR AS c, DATE '2000-01-01' + d::INTEGER AS d "
+                "FROM df_view ORDER BY id")
+    typed = con.execute("SELECT * FROM t ORDER BY id").df()
+    frame = spark.createDataFrame(typed.astype({"x": "Int32"}).replace({pd.NA: None}),
+                                  "id long, x int, c string, d date").repartition(3)  # rows scattered over 3 parts
+    release = dspark.mondrian(spark, frame, ["x", "c", "d"], k, mode=mode, output=shape, split_rule=rule,
+                              row_order=["id"])
+    assert same_release(con, release, f"SELECT * FROM mondrian('t', ['x', 'c', 'd'], {k}, mode := '{mode}', "
+                                      f"output := '{shape}', split_rule := '{rule}')")
+    sizes = release.groupBy("x", "c", "d").count().toPandas()["count"]
+    assert sizes.min() >= k and sizes.sum() == len(df)  # recomputed on Spark: k and every row kept
+    con.close()
+
+
+def test_bad_arguments_name_the_argument(spark):
+    frame = spark.createDataFrame([(1, "a"), (2, "b")], "x int, c string")
+    for kwargs, word in [({"qis": ["x"], "k": 5}, "'k'"), ({"qis": ["nope"], "k": 1}, "'qis'"),
+                         ({"qis": ["x"], "k": 1, "mode": "lax"}, "'mode'"), ({"qis": [], "k": 1}, "'qis'"),
+                         ({"qis": ["x"], "k": 1, "row_order": ["zz"]}, "'row_order'")]:
+        with pytest.raises(ValueError) as err:
+            dspark.mondrian(spark, frame, **kwargs)
+        assert "spark.mondrian()" in str(err.value) and word in str(err.value)
+    assert [t.name for t in spark.catalog.listTables() if t.name.startswith("__anon_")] == []

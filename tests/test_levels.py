@@ -9,7 +9,7 @@ from conftest import qi_sql
 from duckdb_anon import levels
 from duckdb_anon.datasets import ADULT_QIS
 
-SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def differences(con, a, b):

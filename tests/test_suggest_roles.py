@@ -70,11 +70,19 @@ def test_hostile_table_and_column_names_stay_literals(con):
     assert con.execute("SELECT column_name FROM anon_column_roles ORDER BY 1").fetchall() == [("it's",), ('z"ip',)]
 
 
+@pytest.fixture(scope="module")
+def scratch():
+    """One installed connection for every example (each example creates its table and drops it)."""
+    connection = duckdb_anon.connect()
+    yield connection
+    connection.close()
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from(["a", "b", None]), st.just(7)),
                 min_size=1, max_size=30))
-def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
-    con = duckdb_anon.connect()
+def test_evidence_on_small_tables_with_ties_nulls_and_constants(scratch, rows):
+    con = scratch
     try:
         frame = pd.DataFrame(rows, columns=["x", "y", "c"])
         con.execute("CREATE TABLE t (x INTEGER, y VARCHAR, c INTEGER)")
@@ -87,7 +95,7 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
             assert got.loc[column, "unique_share"] == pytest.approx(counts[counts == 1].sum() / len(frame))
             assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1)
     finally:
-        con.close()
+        con.execute("DROP TABLE IF EXISTS t")
 
 
 @pytest.mark.parametrize("sql, words", [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import duckdb_anon
 from conftest import ADULT_QI_SQL, SHARED
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_NUMERIC, ADULT_QIS, hierarchy_path
-from independent import class_sizes
+from independent import class_sizes, row_keys
 from reference_mondrian import hierarchy_width, mondrian_reference
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -54,7 +54,7 @@ def test_adult_release_is_k_anonymous_and_renders_hierarchy_nodes(adult_release)
 
 def test_adult_ncp_recomputed_from_the_output(adult_release):
     release, source, ncp = adult_release
-    key = release[ADULT_QIS].astype(str).agg("|".join, axis=1)
+    key = row_keys(release, ADULT_QIS)
     total = 0.0
     for qi in ADULT_QIS:
         groups = source[qi].groupby(key.values)
@@ -173,7 +173,7 @@ def test_inherited_split_rule_reproduces_the_public_k_checked_figure(con):
     release = con.execute("SELECT * FROM rel ORDER BY rid").df()
     source = con.execute("SELECT * FROM adult ORDER BY rid").df()
     assert class_sizes(release, ADULT_QIS).min() >= 10
-    key = release[ADULT_QIS].astype(str).agg("|".join, axis=1)
+    key = row_keys(release, ADULT_QIS)
     total = 0.0
     for qi in ADULT_QIS:
         groups = source[qi].groupby(key.values)

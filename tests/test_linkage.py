@@ -189,7 +189,7 @@ def _load(con, name, frame):
         con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?, ?)", rows)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # each runs Mondrian
 @given(small_cases())
 def test_matches_pandas_on_random_small_tables(scratch, case):
     table, aux, k, mode = case

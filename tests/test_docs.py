@@ -16,7 +16,7 @@ import io
 import re
 import shlex
 import shutil
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import chdir, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -52,8 +52,8 @@ def runnable(language: str, code: str) -> bool:
     return language in ("sql", "python")
 
 
-def example_data(folder: Path):
-    """The example data of the module docstring; returns a connection to clinic.duckdb."""
+def example_data(folder: Path) -> None:
+    """The example data of the module docstring, written into `folder`."""
     (folder / "hierarchies").mkdir()
     for qi in ADULT_HIERARCHY_QIS:
         shutil.copy(hierarchy_path(qi), folder / "hierarchies" / f"adult_{qi}.txt")
@@ -61,9 +61,18 @@ def example_data(folder: Path):
     duckdb_anon.load_adult(con, "adult")
     duckdb_anon.load_adult_hierarchies(con)
     load_patients(con)
-    con.execute("COPY adult TO 'adult.csv'")
-    con.execute("COPY adult TO 'adult.parquet'")
-    return con
+    with chdir(folder):
+        con.execute("COPY adult TO 'adult.csv'")
+        con.execute("COPY adult TO 'adult.parquet'")
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def example_folder(tmp_path_factory) -> Path:
+    """The example data written once; every page works on its own copy."""
+    folder = tmp_path_factory.mktemp("example_data")
+    example_data(folder)
+    return folder
 
 
 def run_shell(code: str) -> None:
@@ -85,10 +94,11 @@ def page_ids():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_ids())
-def test_every_block_of_the_page_runs(page, tmp_path, monkeypatch):
+def test_every_block_of_the_page_runs(page, example_folder, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     found = [(line, language, code) for line, language, code in blocks(page) if runnable(language, code)]
-    con = example_data(tmp_path)
+    shutil.copytree(example_folder, tmp_path, dirs_exist_ok=True)
+    con = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
     namespace = {"duckdb_anon": duckdb_anon, "con": con}
     try:
         for line, language, code in found:

@@ -98,26 +98,27 @@ def test_every_block_of_the_page_runs(page, example_folder, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     found = [(line, language, code) for line, language, code in blocks(page) if runnable(language, code)]
     shutil.copytree(example_folder, tmp_path, dirs_exist_ok=True)
-    con = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
-    namespace = {"duckdb_anon": duckdb_anon, "con": con}
+    namespace = {"duckdb_anon": duckdb_anon, "con": None}  # connected when a SQL or Python block needs it
     try:
         for line, language, code in found:
             where = f"{page.name}, block at line {line}"
             try:
+                if language in ("sql", "python") and namespace["con"] is None:
+                    namespace["con"] = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
                 if language == "sql":
-                    con.execute(code).fetchall()
+                    namespace["con"].execute(code).fetchall()
                 elif language == "python":
                     exec(compile(code, where, "exec"), namespace)
-                    con = namespace["con"]
                 else:
-                    con.close()  # the commands open clinic.duckdb themselves
+                    if namespace["con"] is not None:
+                        namespace["con"].close()  # the commands open clinic.duckdb themselves
+                        namespace["con"] = None
                     run_shell(code)
-                    con = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
-                    namespace["con"] = con
             except Exception as err:  # name the block, whatever failed in it
                 raise AssertionError(f"{where} ({language}) failed: {err}\n{code}") from err
     finally:
-        namespace["con"].close()
+        if namespace["con"] is not None:
+            namespace["con"].close()
 
 
 def test_the_pages_have_blocks_and_links_that_resolve():

@@ -17,6 +17,15 @@ def con():
     connection.close()
 
 
+@pytest.fixture(scope="module")
+def module_con():
+    """One connection for a module's tests that only read what a module fixture puts on it (rows of bad
+    input, say): installing duckdb-anon takes about half a second, once per connection."""
+    connection = duckdb_anon.connect()
+    yield connection
+    connection.close()
+
+
 @pytest.fixture(scope="session")
 def adult_con():
     """One connection holding the shipped Adult data as table `adult` (read-only use)."""

@@ -152,7 +152,8 @@ NO_ARGUMENTS = ["duckdb_anon_version"]
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
-    """A database file holding the small tables every row reads (each test opens a fresh connection)."""
+    """A database file holding the small tables every row reads, and the connection that installed
+    duckdb-anon into it (each test opens a fresh connection to it: a cursor, with its own session state)."""
     folder = tmp_path_factory.mktemp("bad_inputs")
     path = str(folder / "tables.duckdb")
     con = duckdb_anon.connect(path)
@@ -171,17 +172,17 @@ def database(tmp_path_factory):
     con.execute("CREATE TABLE aux AS SELECT * FROM synthetic_aux('ratings', 5, known_items := 3)")
     con.execute("CREATE TABLE aux_text_value AS SELECT target_id, item, value::VARCHAR || ' stars' AS value, ts FROM aux")
     con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
-    con.close()
     (folder / HIERARCHY_FILE).write_text("0;*\n1;*\n2;*\n")
     (folder / EMPTY_FILE).write_text("")
-    return folder, path
+    yield folder, con
+    con.close()
 
 
 @pytest.fixture
 def fresh(database, monkeypatch):
-    folder, path = database
+    folder, installed = database
     monkeypatch.chdir(folder)  # the hierarchy files are named relative to it
-    connection = duckdb_anon.connect(path)
+    connection = installed.cursor()  # a new connection to the same database: installing once is enough
     yield connection
     connection.close()
 

@@ -217,11 +217,12 @@ def test_older_functions_in_the_database_are_upgraded(built, tmp_path):
         con.close()
 
 
-def test_broken_models_fail_the_generic_tests(built, tmp_path):
-    """A release made with k = 2 but tested for k = 10 (and for l = 2), and ages that break their localities
-    (reversed): dbt build fails, names the failing tests, and reports as many failing classes as a GROUP BY
-    finds."""
-    project = copy_built(built[0], tmp_path / "broken")
+@pytest.fixture(scope="module")
+def broken(built, tmp_path_factory):
+    """One `dbt build` of the example with tests that must fail: a release made with k = 2 but tested for
+    k = 10 (and for l = 2), ages that break their localities (reversed), and linkage_below pointed at the raw
+    seed (ids kept) and at the 2-anonymous release. Returns the project and the build's output."""
+    project = copy_built(built[0], tmp_path_factory.mktemp("dbt_broken") / "broken")
     add_k2_release(project)
     (project / "models" / "patients_age_reversed.sql").write_text(
         "{{ config(materialized='table') }}\nSELECT patient_id, 100 - age AS age FROM {{ ref('patients') }}\n",
@@ -240,10 +241,24 @@ models:
           arguments: {qis: ["age", "zip", "sex"], k: 10}
       - duckdb_anon.l_diverse:
           arguments: {qis: ["age", "zip", "sex"], sensitive: diagnosis, l: 2}
-""", encoding="utf-8")
-
-    build = run_dbt(project, "build", "--select", "+patients_k2", "+patients_age_reversed", "patients_age_localities",
+      - duckdb_anon.linkage_below:
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], max_rate: 0.1}
+seeds:
+  - name: patients
+    data_tests:
+      - duckdb_anon.linkage_below:
+          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], id: patient_id, max_rate: 0.1}
+""", encoding="utf-8")  # one file: dbt refuses two entries for one model
+    build = run_dbt(project, "build", "--select", "patients", "+patients_k2", "+patients_age_reversed",
+                    "patients_age_localities", "patients_known",
                     "--indirect-selection", "cautious")  # only tests whose parents are all selected
+    return project, build
+
+
+def test_broken_models_fail_the_generic_tests(broken):
+    """The broken models: dbt build fails, names the failing tests, and reports as many failing classes as a
+    GROUP BY finds."""
+    project, build = broken
     output = build.stdout + build.stderr
     assert build.returncode != 0
 
@@ -290,7 +305,7 @@ def test_anonymize_rejects_a_bare_string_of_qis(built, tmp_path):
     assert "anonymize(): argument 'qis' must be a non-empty list of column names, got age" in compiled.stdout + compiled.stderr
 
 
-def test_linkage_below_passes_on_the_release_and_fails_on_raw_data(built, tmp_path):
+def test_linkage_below_passes_on_the_release_and_fails_on_raw_data(built, broken, tmp_path):
     """The example's linkage_below test passes on patients_k10 (dbt build succeeded) with the share that
     linkage_classes() gives; pointed at the raw seed (ids kept) and at a 2-anonymous release it fails with
     one row, and a max_rate outside [0, 1] is a compile error naming the argument."""
@@ -307,34 +322,23 @@ def test_linkage_below_passes_on_the_release_and_fails_on_raw_data(built, tmp_pa
         con.close()
     assert known == 60 and 0 < rate <= 0.1
 
-    broken = copy_built(project, tmp_path / "linkage")
-    add_k2_release(broken)
-    (broken / "models" / "linkage.yml").write_text("""version: 2
-seeds:
-  - name: patients
-    data_tests:
-      - duckdb_anon.linkage_below:
-          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], id: patient_id, max_rate: 0.1}
-models:
-  - name: patients_k2
-    data_tests:
-      - duckdb_anon.linkage_below:
-          arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], max_rate: 0.1}
-""", encoding="utf-8")
-    build = run_dbt(broken, "build", "--select", "patients", "+patients_k2", "patients_known",
-                    "--indirect-selection", "cautious")
+    broken_project, build = broken
     out = build.stdout + build.stderr
     assert build.returncode != 0
     assert failures_reported(out, "duckdb_anon_linkage_below_patients_") == 1
     assert out.count("Failure in test duckdb_anon_linkage_below_patients") == 2, out[-3000:]
 
-    (broken / "models" / "linkage.yml").write_text("""version: 2
+    # the broken project with its database (patients_k2 built), without the other failing tests
+    bad_rate = Path(shutil.copytree(broken_project, tmp_path / "linkage", symlinks=True,
+                                    ignore=shutil.ignore_patterns("logs")))
+    (bad_rate / "models" / "broken.yml").unlink()
+    (bad_rate / "models" / "linkage.yml").write_text("""version: 2
 models:
   - name: patients_k2
     data_tests:
       - duckdb_anon.linkage_below:
           arguments: {aux: ref('patients_known'), qis: ["age", "zip", "sex"], max_rate: 1.5}
 """, encoding="utf-8")
-    build = run_dbt(broken, "build", "--select", "patients_k2")
+    build = run_dbt(bad_rate, "build", "--select", "patients_k2")
     assert build.returncode != 0
     assert "linkage_below(): argument 'max_rate'" in build.stdout + build.stderr

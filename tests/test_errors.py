@@ -3,10 +3,11 @@ import duckdb
 import pytest
 
 
-@pytest.fixture
-def small(con):
-    con.execute("CREATE TABLE t AS SELECT range AS a, range % 3 AS b FROM range(20)")
-    return con
+@pytest.fixture(scope="module")
+def small(module_con):
+    """A table every bad-argument row reads (each checks that nothing was modified or left behind)."""
+    module_con.execute("CREATE TABLE t AS SELECT range AS a, range % 3 AS b FROM range(20)")
+    return module_con
 
 
 def _objects(con):

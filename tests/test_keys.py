@@ -16,23 +16,31 @@ WEAK = ["", "x", "password", "passwordpasswordpassword", "a" * 64, "0123456789ab
 STRONG = ["0123456789abcdef0123456789abcdef", "Zq3xW8pLm2Rt6Yv9Bn4Kd7", "A1b2C3d4E5f6G7h8I9j0Kk=="]
 
 
+@pytest.fixture(scope="module")
+def declared(module_con):
+    """The patients table with its roles and policy declared (each row below sets the key itself)."""
+    make_patients(module_con)
+    declare_patients(module_con)
+    return module_con
+
+
 @pytest.mark.parametrize("key", WEAK)
-def test_weak_keys_are_refused_by_the_helper(con, key):
+def test_weak_keys_are_refused_by_the_helper(module_con, key):
     with pytest.raises(roles.DeclarationError, match=r"set_pseudonym_key\(\): argument 'key'"):
-        roles.set_pseudonym_key(con, "clinic", key)
+        roles.set_pseudonym_key(module_con, "clinic", key)
 
 
 @pytest.mark.parametrize("key", WEAK)
-def test_weak_keys_set_in_sql_are_refused_when_the_release_is_read(con, key):
-    make_patients(con)
-    declare_patients(con)
+def test_weak_keys_set_in_sql_are_refused_when_the_release_is_read(declared, key):
+    con = declared
     con.execute("SET VARIABLE duckdb_anon_key_clinic = ?", [key])
     with pytest.raises(duckdb.Error, match=r"anonymized\(\): the pseudonym key duckdb_anon_key_clinic"):
         con.execute("SELECT * FROM anonymized('patients')").fetchall()
 
 
 @pytest.mark.parametrize("key", STRONG)
-def test_keys_of_128_bits_are_accepted(con, key):
+def test_keys_of_128_bits_are_accepted(module_con, key):
+    con = module_con
     roles.set_pseudonym_key(con, "clinic", key)
     assert con.execute("SELECT anon_key_problem(getvariable('duckdb_anon_key_clinic'))").fetchall() == [(None,)]
 
@@ -50,19 +58,12 @@ def test_a_new_256_bit_key_works_and_matches_an_independent_hmac_style_computati
     assert released == expected
 
 
-@pytest.fixture(scope="module")
-def rule_con():
-    connection = duckdb_anon.connect()
-    yield connection
-    connection.close()
-
-
 @settings(max_examples=200, deadline=None)
 @given(key=st.text(alphabet=string.ascii_letters + string.digits + "+/_=- !", max_size=40)
        | st.text(alphabet="0123456789abcdefABCDEF", min_size=20, max_size=40))
-def test_the_rule_as_documented(rule_con, key):
+def test_the_rule_as_documented(module_con, key):
     """Accepted exactly when: 32+ hex digits, or 22+ base64 characters not all hex; 10+ different characters."""
-    problem = rule_con.execute("SELECT anon_key_problem(?)", [key]).fetchall()[0][0]
+    problem = module_con.execute("SELECT anon_key_problem(?)", [key]).fetchall()[0][0]
     base64_alphabet = set(string.ascii_letters + string.digits + "+/_=-")
     all_hex = all(c in string.hexdigits for c in key)
     long_enough = len(key) >= 32 if all_hex else (len(key) >= 22 and set(key) <= base64_alphabet)

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 import duckdb_anon
 from conftest import ADULT_QI_SQL, SHARED
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_NUMERIC, ADULT_QIS, hierarchy_path
-from independent import class_sizes
+from independent import class_sizes, row_keys
 from reference_mondrian import hierarchy_width, mondrian_reference
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 25 examples each: every one plans Mondrian's large query (about 0.4 s of CPU per call)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 HIERARCHIES_SQL = "{" + ", ".join(f"'{q}': 'h_{q}'" for q in ADULT_HIERARCHY_QIS) + "}"
 
 
@@ -54,7 +55,7 @@ def test_adult_release_is_k_anonymous_and_renders_hierarchy_nodes(adult_release)
 
 def test_adult_ncp_recomputed_from_the_output(adult_release):
     release, source, ncp = adult_release
-    key = release[ADULT_QIS].astype(str).agg("|".join, axis=1)
+    key = row_keys(release, ADULT_QIS)
     total = 0.0
     for qi in ADULT_QIS:
         groups = source[qi].groupby(key.values)
@@ -139,18 +140,27 @@ def test_interval_and_date_hierarchies(con):
         con.execute("SELECT * FROM hierarchy_intervals('p', 'age', [5, 12])").fetchall()
 
 
+@pytest.fixture(scope="module")
+def two_leaves(module_con):
+    """A table t(x, c) with categories 'a' and 'b', and a good hierarchy h of them, for the bad-hierarchy rows
+    (each writes its own hierarchy table)."""
+    module_con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) v(x, c)")
+    module_con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('a', ['a', '*']), ('b', ['b', '*'])) v(leaf, path)")
+    return module_con
+
+
 @pytest.mark.parametrize("rows, message", [
     ([("a", ["a", "x", "*"]), ("b", ["b", "y", "root2"])], "several roots"),
     ([("a", ["a", "x", "a", "*"]), ("b", ["b", "*"])], "repeats a name"),
     ([("a", ["a", "x", "*"]), ("b", ["b", "x", "y", "*"])], "several parents"),
     ([("a", ["a", "*"]), ("b", ["b", "a", "*"])], "both as a leaf and as an inner node"),
 ])
-def test_bad_hierarchies_are_rejected(con, rows, message):
-    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) v(x, c)")
-    con.execute("CREATE TABLE h (leaf VARCHAR, path VARCHAR[])")
-    con.executemany("INSERT INTO h VALUES (?, ?)", [list(r) for r in rows])
+def test_bad_hierarchies_are_rejected(two_leaves, rows, message):
+    con = two_leaves
+    con.execute("CREATE OR REPLACE TABLE h_bad (leaf VARCHAR, path VARCHAR[])")
+    con.executemany("INSERT INTO h_bad VALUES (?, ?)", [list(r) for r in rows])
     with pytest.raises(duckdb.Error, match=r"mondrian\(\): argument 'hierarchies'.*" + message):
-        con.execute("SELECT * FROM mondrian('t', ['x', 'c'], 1, hierarchies := {'c': 'h'})").fetchall()
+        con.execute("SELECT * FROM mondrian('t', ['x', 'c'], 1, hierarchies := {'c': 'h_bad'})").fetchall()
 
 
 def test_value_missing_from_the_hierarchy_is_named(con):
@@ -173,7 +183,7 @@ def test_inherited_split_rule_reproduces_the_public_k_checked_figure(con):
     release = con.execute("SELECT * FROM rel ORDER BY rid").df()
     source = con.execute("SELECT * FROM adult ORDER BY rid").df()
     assert class_sizes(release, ADULT_QIS).min() >= 10
-    key = release[ADULT_QIS].astype(str).agg("|".join, axis=1)
+    key = row_keys(release, ADULT_QIS)
     total = 0.0
     for qi in ADULT_QIS:
         groups = source[qi].groupby(key.values)
@@ -196,11 +206,10 @@ def test_inherited_split_rule_reproduces_the_public_k_checked_figure(con):
     "ncp('t', 't', ['x', 'c'], 'x', hierarchies := {'c': 'bad'})",
     "linkage_classes('t', 't', ['c'], 'x', hierarchies := {'c': 'bad'})",
 ])
-def test_empty_or_misshapen_hierarchy_tables_are_errors(con, table, words, call):
+def test_empty_or_misshapen_hierarchy_tables_are_errors(two_leaves, table, words, call):
     """An empty hierarchy table is an error naming `hierarchies` (it used to fall back to category sets)."""
-    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) v(x, c)")
-    con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('a', ['a', '*']), ('b', ['b', '*'])) v(leaf, path)")
-    con.execute(f"CREATE TABLE bad AS {table}")
+    con = two_leaves
+    con.execute(f"CREATE OR REPLACE TABLE bad AS {table}")
     fn = call.split("(")[0]
     with pytest.raises(duckdb.Error) as err:
         con.execute(f"SELECT * FROM {call}").fetchall()

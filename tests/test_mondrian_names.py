@@ -38,13 +38,20 @@ def test_a_column_listed_twice_in_different_cases_is_an_error(patients):
     assert_error_names(patients, "SELECT * FROM mondrian('patients', ['age', 'AGE'], 10)", ["mondrian()", "'qis'", "twice"])
 
 
+@pytest.fixture(scope="module")
+def odd_types(module_con):
+    """A table with a column of each type that cannot be generalized, and an empty copy."""
+    module_con.execute("""CREATE TABLE t AS SELECT range AS id, range % 7 AS a, {'p': range} AS s, [range] AS l,
+                          map([range], [1]) AS m, uuid() AS u, 'x'::BLOB AS b, INTERVAL 1 DAY * range AS iv FROM range(30)""")
+    module_con.execute("CREATE TABLE e AS SELECT * FROM t LIMIT 0")
+    return module_con
+
+
 @pytest.mark.parametrize("column, type_name", [("s", "STRUCT("), ("l", "BIGINT[]"), ("m", "MAP("), ("u", "UUID"),
                                                 ("b", "BLOB"), ("iv", "INTERVAL")])
 @pytest.mark.parametrize("fn", ["mondrian", "mondrian_classes"])
-def test_a_qi_that_cannot_be_generalized_is_named(con, fn, column, type_name):
-    con.execute("""CREATE TABLE t AS SELECT range AS id, range % 7 AS a, {'p': range} AS s, [range] AS l, map([range], [1]) AS m,
-                   uuid() AS u, 'x'::BLOB AS b, INTERVAL 1 DAY * range AS iv FROM range(30)""")
-    con.execute("CREATE TABLE e AS SELECT * FROM t LIMIT 0")
+def test_a_qi_that_cannot_be_generalized_is_named(odd_types, fn, column, type_name):
+    con = odd_types
     for table in ("t", "e"):  # an empty table is refused too
         assert_error_names(con, f"SELECT * FROM {fn}('{table}', ['a', '{column}'], 5)",
                            [f"{fn}(): argument 'qis': column '{column}' has type {type_name}", "cannot be generalized"])

@@ -126,15 +126,21 @@ def test_a_release_compared_with_itself_leaks_nothing(con):
     assert got["people_below_k"] == 0 and got["smallest_effective_class"] >= 10 and got["people_in_both"] == 600
 
 
+@pytest.fixture(scope="module")
+def two_releases(module_con):
+    """A release r of the patients, and dup: r with some of its rows twice."""
+    make_patients(module_con)
+    module_con.execute("CREATE TABLE r AS SELECT * FROM mondrian('patients', ['age', 'zip'], 10)")
+    module_con.execute("CREATE TABLE dup AS SELECT * FROM r UNION ALL SELECT * FROM r LIMIT 700")
+    return module_con
+
+
 @pytest.mark.parametrize("call, words", [
     ("release_differencing('r', 'dup', ['age'], 'pid')", ["release_differencing()", "'id_column'", "release_b"]),
     ("release_differencing('r', 'r', [], 'pid')", ["release_differencing()", "'qis'"]),
     ("release_differencing('r', 'r', ['age'], 'pid', k := 0)", ["release_differencing()", "'k'"]),
     ("release_differencing('r', 'r', ['age'], NULL)", ["release_differencing()", "'id_column'"]),
 ])
-def test_differencing_bad_input(con, call, words):
+def test_differencing_bad_input(two_releases, call, words):
     from conftest import assert_error_names
-    make_patients(con)
-    con.execute("CREATE TABLE r AS SELECT * FROM mondrian('patients', ['age', 'zip'], 10)")
-    con.execute("CREATE TABLE dup AS SELECT * FROM r UNION ALL SELECT * FROM r LIMIT 700")
-    assert_error_names(con, f"SELECT * FROM {call}", words)
+    assert_error_names(two_releases, f"SELECT * FROM {call}", words)

@@ -12,7 +12,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
-from independent import class_sizes, ncp_percent
+from independent import class_sizes, ncp_percent, row_keys
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 QI_ARG = ",".join(ADULT_QIS)
@@ -229,7 +229,7 @@ def test_failing_gates_exit_3_name_each_with_its_value_and_still_write_the_repor
                              [str(files["original"])])
     release = pd.read_parquet(files["release"])
     sizes = class_sizes(release, ADULT_QIS)
-    key = release[ADULT_QIS].apply(lambda r: "\x1f".join(map(str, r)), axis=1)
+    key = row_keys(release, ADULT_QIS)
     size_of = key.map(sizes)
     known = release["rid"] % 20 == 0
     # strict Mondrian's classes are disjoint boxes, so a known person is consistent with their own class only

@@ -10,7 +10,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
-from independent import class_sizes
+from independent import class_sizes, row_keys
 
 KEY = "9f1c2b7e4d8a6035c1e2f3a4b5968778"  # 128 bits, as a test constant
 OTHER_KEY = "Zq3xW8pLm2Rt6Yv9Bn4Kd7Hs1Jf5Gc0E"
@@ -47,7 +47,7 @@ def test_declared_roles_give_a_k_anonymous_l_diverse_view(con):
     release = con.execute("SELECT * FROM patients_anon").df()
     assert list(release.columns) == ["pid", "age", "zip", "diagnosis", "visits"]  # full_name dropped
     assert len(release) == 600 and class_sizes(release, ["age", "zip"]).min() >= 10
-    key = release[["age", "zip"]].astype(str).agg("|".join, axis=1)
+    key = row_keys(release, ["age", "zip"])
     assert release.groupby(key.values)["diagnosis"].nunique().min() >= 2
     assert sorted(release["pid"]) == sorted(expected_pseudonym(KEY, i) for i in range(600))
     assert con.execute("SELECT * FROM patients ORDER BY pid").fetchall() == before  # source untouched

@@ -73,8 +73,8 @@ def test_hostile_table_and_column_names_stay_literals(con):
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from(["a", "b", None]), st.just(7)),
                 min_size=1, max_size=30))
-def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
-    con = duckdb_anon.connect()
+def test_evidence_on_small_tables_with_ties_nulls_and_constants(module_con, rows):
+    con = module_con  # one installed connection for every example: each creates its table and drops it
     try:
         frame = pd.DataFrame(rows, columns=["x", "y", "c"])
         con.execute("CREATE TABLE t (x INTEGER, y VARCHAR, c INTEGER)")
@@ -87,7 +87,7 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
             assert got.loc[column, "unique_share"] == pytest.approx(counts[counts == 1].sum() / len(frame))
             assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1)
     finally:
-        con.close()
+        con.execute("DROP TABLE IF EXISTS t")
 
 
 @pytest.mark.parametrize("sql, words", [
@@ -96,6 +96,6 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(rows):
     ("SELECT suggest_roles_sql(NULL)", ["suggest_roles()", "'table_name'"]),
     ("SELECT * FROM suggest_roles('nope')", ["nope"]),
 ])
-def test_bad_input(con, sql, words):
+def test_bad_input(module_con, sql, words):
     from conftest import assert_error_names
-    assert_error_names(con, sql, words)
+    assert_error_names(module_con, sql, words)

@@ -146,3 +146,22 @@ def test_csv_delimiter_and_no_header_are_read_and_written(adult, capsys):
     frame = pd.read_csv(target, sep=";", header=None, dtype=str)
     assert sorted(frame[0]) == sorted(line.split(";")[0] for line in source)  # every rid once, no header line
     assert frame.groupby([1, 2]).size().min() >= 10 and frame[1].str.contains("-").any()
+
+
+def test_engine_levels_writes_mondrians_release(adult, capsys):
+    target = adult / "levels.parquet"
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,education_num,sex,race", "-k", "10",
+                 "--mode", "relaxed", "--engine", "levels", "-o", str(target), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    release = released(target)
+    assert len(release) == len(pd.read_parquet(adult / "adult.parquet")) and class_sizes(release, ["age", "education_num", "sex", "race"]).min() >= 10
+    pd.testing.assert_frame_equal(release, by_sql(adult, ["age", "education_num", "sex", "race"], 10, mode="relaxed"))
+
+
+def test_engine_levels_refuses_what_it_does_not_run(adult, capsys):
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,sex", "-k", "10", "--engine", "levels",
+                 "--sensitive", "class", "--l", "2", "-o", str(adult / "never.parquet")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--engine" in err and "--sensitive" in err and "--l" in err
+    assert not (adult / "never.parquet").exists()

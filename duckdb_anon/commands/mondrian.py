@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from duckdb_anon import connect
+from duckdb_anon import connect, levels
 from duckdb_anon.commands.errors import BadArgument, argument_error
 from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of, data_file,
                                         file_relation, hierarchy_files, load_hierarchies, match_columns,
@@ -79,6 +79,13 @@ def mondrian(args: argparse.Namespace) -> int:
         raise BadArgument("--output-shape", "a typed release holds STRUCT(lo, hi, mean) columns, which CSV cannot "
                                             "hold: write it to a .parquet file")
     csv = _csv_options(args, input_path, target)
+    if args.engine == "levels":
+        unsupported = [option for option, given in (("--hierarchy", args.hierarchy), ("--sensitive", args.sensitive),
+                                                    ("--l", args.l is not None), ("--t", args.t is not None),
+                                                    ("--max-suppression", args.max_suppression))
+                       if given]
+        if unsupported:
+            raise BadArgument("--engine", f"levels runs plain Mondrian; {', '.join(unsupported)} need --engine sql")
     con = connect()
     try:
         started = time.perf_counter()
@@ -95,12 +102,18 @@ def mondrian(args: argparse.Namespace) -> int:
                       hierarchies, sensitive, args.l, args.l_kind, args.c, args.t, args.max_suppression]
             try:
                 with written_atomically(target, "-o", force=args.force) as temporary:
-                    released = con.sql(MONDRIAN_SQL, params=params)
+                    if args.engine == "levels":  # one query per level: memory bounded by one level's state
+                        levels.mondrian(con, source, qis, args.k, into="anon_levels_release", mode=args.mode,
+                                        output=args.output_shape, categorical_order=args.categorical_order,
+                                        split_rule=args.split_rule)
+                        released = con.table("anon_levels_release")
+                    else:
+                        released = con.sql(MONDRIAN_SQL, params=params)
                     if kind == "parquet":
                         released.write_parquet(str(temporary))
                     else:
                         released.write_csv(str(temporary), sep=csv.delimiter or ",", header=csv.header)
-            except duckdb.Error as exc:
+            except (duckdb.Error, ValueError) as exc:
                 raise argument_error(exc, OPTIONS) or exc from None
         if not args.quiet:
             print(f"wrote {target} ({args.mode} Mondrian, k = {args.k}) in {time.perf_counter() - started:.2f} s")
@@ -134,6 +147,9 @@ def add_commands(sub) -> None:
                    help="text labels (default) or typed STRUCT(lo, hi, mean) columns (Parquet only)")
     p.add_argument("--categorical-order", choices=["appearance", "value"], default="appearance")
     p.add_argument("--split-rule", choices=["actual", "inherited"], default="actual")
+    p.add_argument("--engine", choices=["sql", "levels"], default="sql",
+                   help="sql: the SQL macro mondrian() (default); levels: one query per level, the same release in "
+                        "bounded memory, for tables where most rows are distinct (no hierarchies, models, suppression)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter, read and written (default: detected / ',')")
     p.add_argument("--no-header", action="store_true", help="CSV files have no header line (columns column0, ...)")
     p.add_argument("-o", "--output", required=True, help="output .csv or .parquet file")

@@ -147,7 +147,7 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     missing = [c for c in (row_order or []) if c.lower() not in {x.lower() for x in columns}]
     if missing:
         raise ValueError(f"{FN}(): argument 'row_order': the table has no column {missing[0]!r}")
-    kinds = {spark_column(f).name.lower(): spark_column(f).kind for f in frame.schema.fields}
+    kinds = {column.name.lower(): column.kind for column in map(spark_column, frame.schema.fields)}
     reads_order = mode == "relaxed" or (categorical_order == "appearance"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
     if row_order:
@@ -162,8 +162,8 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
         numbered = frame.withColumn("__anon_row", F.row_number().over(Window.orderBy(*ordered)))
     names = Names()
     view = names.prefix + "source"
-    own_dir = work_dir is None
-    work_dir = tempfile.mkdtemp(prefix="duckdb_anon_spark_") if own_dir else f"{work_dir.rstrip('/')}/{names.prefix}"
+    work_dir = (tempfile.mkdtemp(prefix="duckdb_anon_spark_") if work_dir is None
+                else f"{work_dir.rstrip('/')}/{names.prefix}")
     engine = SparkEngine(spark, numbered, view, work_dir)
     target = into or f"{tempfile.mkdtemp(prefix='duckdb_anon_release_')}/release"
     try:

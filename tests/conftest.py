@@ -43,6 +43,12 @@ def qi_sql(qis):
 ADULT_QI_SQL = qi_sql(ADULT_QIS)
 
 
+def multiset_differences(con, a, b):
+    """(rows of relation a not in b, rows of b not in a), counted as multisets (test-only fixed names)."""
+    return con.execute(f"SELECT (SELECT count(*) FROM (FROM {a} EXCEPT ALL FROM {b})), "
+                       f"(SELECT count(*) FROM (FROM {b} EXCEPT ALL FROM {a}))").fetchall()[0]
+
+
 def assert_error_names(con, sql, words):
     """Running `sql` fails with a DuckDB error whose message contains every one of `words`."""
     with pytest.raises(duckdb.Error) as err:

@@ -5,17 +5,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import multiset_differences as differences
 from conftest import qi_sql
 from duckdb_anon import levels
 from duckdb_anon.datasets import ADULT_QIS
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def differences(con, a, b):
-    """Rows of a not in b and of b not in a, as multisets."""
-    return con.execute(f"SELECT (SELECT count(*) FROM (FROM {a} EXCEPT ALL FROM {b})), "
-                       f"(SELECT count(*) FROM (FROM {b} EXCEPT ALL FROM {a}))").fetchall()[0]
 
 
 @pytest.mark.parametrize("mode,rule,shape", [("strict", "actual", "text"), ("strict", "inherited", "typed"),

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from sqlglot import exp
 
-from duckdb_anon.levels.plan import CATEGORICAL, NUMERIC, QI, TEMPORAL, Plan
+from duckdb_anon.levels.plan import QI, Plan
 
 
 class Engine(ABC):
@@ -146,5 +146,3 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     columns = [column.name for column in engine.columns()]
     return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))
 
-
-KINDS = (NUMERIC, TEMPORAL, CATEGORICAL)

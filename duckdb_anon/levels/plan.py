@@ -47,16 +47,19 @@ class Plan:
         self.q = len(qis)
 
     # ---- rendering -------------------------------------------------------------------------------------
-    def sql(self, text: str, source: exp.Expression | None = None, **tables: str) -> str:
-        """Parse DuckDB-dialect `text`, put the QI columns and tables in, write it in the engine's dialect."""
+    def sql(self, text: str, source: exp.Expression | None = None, columns: list[str] | None = None,
+            **tables: str) -> str:
+        """Parse DuckDB-dialect `text`, put the QI columns (``__qi_<d>``), the source's columns
+        (``__col_<i>``, from `columns`) and the tables in, write it in the engine's dialect."""
         tree = sqlglot.parse_one(text, read="duckdb")
 
         def substitute(node):
-            if isinstance(node, exp.Column) and node.name.startswith("__qi_"):
-                return exp.column(exp.to_identifier(self.qis[int(node.name[5:])].name, quoted=True),
-                                  table=node.table or None)
+            if isinstance(node, exp.Identifier) and node.name.startswith("__qi_"):
+                return exp.to_identifier(self.qis[int(node.name[5:])].name, quoted=True)
+            if isinstance(node, exp.Identifier) and node.name.startswith("__col_") and columns is not None:
+                return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
             if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
-                return source.copy()
+                return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
             if isinstance(node, exp.Table) and node.name in tables and not node.db:
                 # the placeholder's name stays the alias, so `cells.x` still reads
                 return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
@@ -67,6 +70,22 @@ class Plan:
     def _each(self, template: str, sep: str = ", ") -> str:
         """`template` once per QI, with {d} its position."""
         return sep.join(template.format(d=d) for d in range(self.q))
+
+    def _of_dim(self, dim: str, template: str) -> str:
+        """`template` ({d}: a QI position) for the QI whose position is the value of `dim`."""
+        return f"CASE {dim} " + self._each(f"WHEN {{d}} THEN {template}", " ") + " END"
+
+    @staticmethod
+    def _running(freq: str, by: str) -> str:
+        """Rows (`cnt`) per key of `freq` with their running total in key order (`cum`) and the next key
+        (`nxt`), per group `by`: the median is the row where `cum` first reaches rows // 2."""
+        window = f"PARTITION BY {by} ORDER BY key"
+        return (f"SELECT *, sum(cnt) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum, "
+                f"lead(key) OVER ({window}) AS nxt FROM {freq}")
+
+    @staticmethod
+    def _at_median(running: str, rows: str) -> str:
+        return f"{running}.cum >= {rows} // 2 AND {running}.cum - {running}.cnt < {rows} // 2"
 
     # ---- cells -----------------------------------------------------------------------------------------
     def cells(self, source: exp.Expression, numbered: bool) -> str:
@@ -131,41 +150,31 @@ class Plan:
         valid; one row per candidate with a QI whose keys differ."""
         best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})"
         pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
-        key = " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q))
         return (f"""
             WITH tried AS (SELECT part, rows, CASE {pick} END AS dim
                            FROM (SELECT *, {best} AS best FROM cands) WHERE best >= 0),
-            freq AS (SELECT s.part, CASE t.dim {key} END AS key, sum(s.n) AS cnt
+            freq AS (SELECT s.part, {self._of_dim('t.dim', 's.k{d}')} AS key, sum(s.n) AS cnt
                      FROM state s JOIN tried t ON s.part = t.part GROUP BY ALL),
-            running AS (SELECT part, key, cnt,
-                               sum(cnt) OVER (PARTITION BY part ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
-                               lead(key) OVER (PARTITION BY part ORDER BY key) AS nxt FROM freq)
+            running AS ({self._running('freq', 'part')})
             SELECT t.part, t.dim, r.key AS split, r.nxt, r.cnt, r.cum, t.rows, {self._valid()} AS valid
-            FROM running r JOIN tried t ON r.part = t.part
-            WHERE r.cum >= t.rows // 2 AND r.cum - r.cnt < t.rows // 2""")
+            FROM running r JOIN tried t ON r.part = t.part WHERE {self._at_median('r', 't.rows')}""")
 
     def _fallback(self) -> str:
         """Strict mode, the candidates whose widest cut failed: every other QI's median at once; per
         partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt().
         One aggregate over (partition, QI, key): the state is paired with the QI positions, each row
         reading the key of its position."""
-        positions = " UNION ALL ".join(f"SELECT {d} AS d" for d in range(self.q))
-        key = "CASE p.d " + " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q)) + " END"
-        width = "CASE p.d " + " ".join(f"WHEN {d} THEN f.w{d}" for d in range(self.q)) + " END"
-        differ = "CASE p.d " + " ".join(f"WHEN {d} THEN f.hi{d} > f.lo{d}" for d in range(self.q)) + " END"
-        freq = (f"SELECT s.part, p.d, {width} AS w, {key} AS key, sum(s.n) AS cnt "
-                f"FROM state s JOIN failed f ON s.part = f.part CROSS JOIN ({positions}) p "
-                f"WHERE {differ} AND f.tried <> p.d GROUP BY ALL")
+        positions = self._each("SELECT {d} AS d", " UNION ALL ")
+        freq = (f"SELECT s.part, p.d, {self._of_dim('p.d', 'f.w{d}')} AS w, {self._of_dim('p.d', 's.k{d}')} AS key, "
+                f"sum(s.n) AS cnt FROM state s JOIN failed f ON s.part = f.part CROSS JOIN ({positions}) p "
+                f"WHERE {self._of_dim('p.d', 'f.hi{d} > f.lo{d}')} AND f.tried <> p.d GROUP BY ALL")
         # CTE names differ from _attempt()'s: Spark refuses a name defined twice in one statement
         return (f"""
             WITH failed AS (SELECT c.*, a.dim AS tried FROM cands c JOIN attempt a ON c.part = a.part WHERE NOT a.valid),
             every_freq AS ({freq}),
-            every_running AS (SELECT part, d, w, key, cnt,
-                               sum(cnt) OVER (PARTITION BY part, d ORDER BY key ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
-                               lead(key) OVER (PARTITION BY part, d ORDER BY key) AS nxt FROM every_freq),
+            every_running AS ({self._running('every_freq', 'part, d')}),
             every_median AS (SELECT r.part, r.d AS dim, r.w, r.key AS split, r.nxt, r.cnt, r.cum, f.rows
-                        FROM every_running r JOIN failed f ON r.part = f.part
-                        WHERE r.cum >= f.rows // 2 AND r.cum - r.cnt < f.rows // 2),
+                             FROM every_running r JOIN failed f ON r.part = f.part WHERE {self._at_median('r', 'f.rows')}),
             every_ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
                        FROM every_median WHERE {self._valid()})
             SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM every_ranked WHERE choice = 1""")
@@ -174,7 +183,7 @@ class Plan:
         """The next level's state: every piece of a decided partition, cut at its median. Relaxed mode shares
         the cells tied at the median: in QI-vector order, then row order, each takes what the left side
         still needs. Split_rule 'inherited' also narrows each piece's region."""
-        key = "CASE d.dim " + " ".join(f"WHEN {d} THEN s.k{d}" for d in range(self.q)) + " END"
+        key = self._of_dim("d.dim", "s.k{d}")
         go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
         if self.mode == "strict":
             lefts, before = "CASE WHEN v <= split THEN n ELSE 0 END", "0"
@@ -188,7 +197,7 @@ class Plan:
             region_in = f", {self._each('s.rlo{d}, s.rhi{d}, d.lo{d}, d.hi{d}, d.w{d}')}"
             right_lo = ("CASE WHEN cum > rows // 2 THEN split ELSE coalesce(nxt, split) END" if self.mode == "relaxed"
                         else "coalesce(nxt, split)")
-            chosen_w = "CASE dim " + " ".join(f"WHEN {d} THEN w{d}" for d in range(self.q)) + " END"
+            chosen_w = self._of_dim("dim", "w{d}")
             outs = []
             for d in range(self.q):  # the chosen QI narrows; the QIs examined before it take their actual range
                 examined = f"(w{d} > {chosen_w} OR (w{d} = {chosen_w} AND {d} <= dim))"
@@ -295,10 +304,9 @@ class Plan:
                 out.append(f"{{'lo': l.lo{d}, 'hi': l.hi{d}, 'mean': l.mean{d}}} AS __col_{i}")
         match = " AND ".join(f"r.__qi_{d} IS NOT DISTINCT FROM c.v{d}" for d in range(self.q))
         row = "__anon_row" if numbered else "row_number() OVER ()"
-        if self.mode == "strict":  # a cell is never cut
+        if self.mode == "strict":  # a cell is never cut: rows find their class through their cell alone
             text = f"""
-                WITH rows AS (SELECT {row} AS __anon_row_id, * FROM __anon_source)
-                SELECT {', '.join(out)} FROM rows r JOIN cells c ON {match}
+                SELECT {', '.join(out)} FROM __anon_source r JOIN cells c ON {match}
                 JOIN final f ON f.cell = c.cell JOIN labels l ON l.part = f.part"""
         else:
             text = f"""
@@ -312,17 +320,4 @@ class Plan:
                            SELECT r.*, f.part FROM ranked r JOIN final f
                            ON f.cell = r.__anon_cell AND r.__anon_rank >= f.off AND r.__anon_rank < f.off + f.n)
                 SELECT {', '.join(out)} FROM placed r JOIN labels l ON l.part = r.__anon_part"""
-        tree_text = self.sql(text, source=source, cells=cells, final=final, labels=labels)
-        return self._columns(tree_text, columns)
-
-    def _columns(self, text: str, columns: list[str]) -> str:
-        """Put the source's column names in for the __col_<i> placeholders."""
-        tree = sqlglot.parse_one(text, read=self.dialect)
-
-        def substitute(node):
-            if isinstance(node, exp.Identifier) and node.name.startswith("__col_"):
-                return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
-            return node
-
-        return tree.transform(substitute).sql(self.dialect)
-
+        return self.sql(text, source=source, columns=columns, cells=cells, final=final, labels=labels)

@@ -13,11 +13,12 @@ from duckdb_anon.datasets import ADULT_QIS
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.mark.parametrize("mode,rule,shape", [("strict", "actual", "text"), ("strict", "inherited", "typed"),
-                                             ("relaxed", "actual", "typed"), ("relaxed", "inherited", "text")])
-def test_adult_release_is_mondrians(adult_con, mode, rule, shape):
+@pytest.mark.parametrize("mode,rule,shape,medians", [
+    ("strict", "actual", "text", "quantile"), ("strict", "inherited", "typed", None),
+    ("relaxed", "actual", "typed", "quantile"), ("relaxed", "inherited", "text", None)])
+def test_adult_release_is_mondrians(adult_con, mode, rule, shape, medians):
     con = adult_con.cursor()
-    levels.mondrian(con, "adult", ADULT_QIS, 10, into="lv", mode=mode, split_rule=rule, output=shape)
+    levels.mondrian(con, "adult", ADULT_QIS, 10, into="lv", mode=mode, split_rule=rule, output=shape, medians=medians)
     con.execute(f"CREATE TEMP TABLE sq AS SELECT * FROM mondrian('adult', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}', "
                 f"split_rule := '{rule}', output := '{shape}')")
     assert differences(con, "lv", "sq") == (0, 0)
@@ -58,9 +59,10 @@ def load(con, df):
 def test_random_tables_give_mondrians_release(con, case):
     df, k, mode, rule, order, qis = case
     load(con, df)
-    for shape in ("text", "typed"):
+    for shape, medians in (("text", "running"), ("typed", "quantile")):  # the two ways to a median
         con.execute("DROP TABLE IF EXISTS lv")
-        levels.mondrian(con, "t", qis, k, into="lv", mode=mode, split_rule=rule, output=shape, categorical_order=order)
+        levels.mondrian(con, "t", qis, k, into="lv", mode=mode, split_rule=rule, output=shape, categorical_order=order,
+                        medians=medians)
         con.execute(f"CREATE OR REPLACE TABLE sq AS SELECT * FROM mondrian('t', {qi_sql(qis)}, {k}, mode := '{mode}', "
                     f"split_rule := '{rule}', output := '{shape}', categorical_order := '{order}')")
         assert differences(con, "lv", "sq") == (0, 0)
@@ -76,7 +78,7 @@ def test_bad_arguments_name_the_argument_and_leave_nothing(con):
     before = con.execute(tables).fetchall()
     cases = [({"qis": ["nope"], "k": 2}, "qis"), ({"qis": ["x"], "k": 9}, "'k'"), ({"qis": ["x"], "k": 0}, "'k'"),
              ({"qis": ["x"], "k": 2, "mode": "lax"}, "'mode'"), ({"qis": ["x"], "k": 2, "output": "csv"}, "'output'"),
-             ({"qis": ["x", "X"], "k": 2}, "qis")]
+             ({"qis": ["x", "X"], "k": 2}, "qis"), ({"qis": ["x"], "k": 2, "medians": "exact"}, "'medians'")]
     for kwargs, word in cases:
         with pytest.raises((duckdb.Error, ValueError)) as err:
             levels.mondrian(con, "t", into="out", **kwargs)

@@ -23,6 +23,8 @@ class Engine(ABC):
     # materialize each step of a level's decision (Spark: its CTEs are inlined at every reference, and
     # the strict fallback reads them many times); DuckDB decides a level in one statement
     stepwise: bool = False
+    # the engine reads quantile_disc(x, p) as an aggregate (DuckDB; Spark only knows WITHIN GROUP)
+    quantiles: bool = False
 
     @abstractmethod
     def source(self) -> exp.Expression:
@@ -98,8 +100,12 @@ def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
 
 
 def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", shape: str = "text",
-        categorical_order: str = "appearance", split_rule: str = "actual", names: Names | None = None) -> str:
+        categorical_order: str = "appearance", split_rule: str = "actual", names: Names | None = None,
+        medians: str | None = None) -> str:
     """Partition the source and return the release's SQL (valid while the intermediate relations live).
+
+    `medians`: how each level finds its medians, 'running' or 'quantile' (same release; see
+    ``Plan._medians``); None picks 'quantile' when nine in ten rows have a QI vector of their own.
 
     The caller drops ``names.made`` once it has materialized the release."""
     names = names if names is not None else Names()
@@ -116,18 +122,25 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     engine.begin("cells")
     create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, query("span", cells))
-    total = engine.value(names.real(plan.sql("SELECT total_rows FROM span", span=span))) or 0
+    total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
+    total = total or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
+    # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
+    # level's steps as separate statements (in one statement it re-reads the shared steps)
+    if medians is None:
+        medians = "quantile" if engine.quantiles and distinct >= 0.9 * total else "running"
+    stepwise = engine.stepwise or medians == "quantile"
+    plan_key = plan_key + (medians,)
     state, following, decided = names("state_a"), names("state_b"), names("decided")
-    if engine.stepwise:
+    if stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
     create(state, query("root", cells, span))
     level = 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
         engine.begin(f"level {level}")
-        if engine.stepwise:
+        if stepwise:
             create(cands, query("candidates", state, span))
             create(attempt, query("attempt", state, cands))
             if mode == "strict":

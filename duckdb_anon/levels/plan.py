@@ -41,8 +41,9 @@ class QI:
 class Plan:
     """The queries of one Mondrian run, in one dialect, over tables named by `names`."""
 
-    def __init__(self, qis: tuple[QI, ...], k: int, mode: str, rule: str, categorical_order: str, dialect: str):
-        self.qis, self.k, self.mode, self.rule = qis, int(k), mode, rule
+    def __init__(self, qis: tuple[QI, ...], k: int, mode: str, rule: str, categorical_order: str, dialect: str,
+                 medians: str = "running"):
+        self.qis, self.k, self.mode, self.rule, self.medians = qis, int(k), mode, rule, medians
         self.categorical_order, self.dialect = categorical_order, dialect
         self.q = len(qis)
 
@@ -80,7 +81,7 @@ class Plan:
         """Rows (`cnt`) per key of `freq` with their running total in key order (`cum`) and the next key
         (`nxt`), per group `by`: the median is the row where `cum` first reaches rows // 2."""
         window = f"PARTITION BY {by} ORDER BY key"
-        return (f"SELECT *, sum(cnt) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum, "
+        return (f"SELECT *, CAST(sum(cnt) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS cum, "
                 f"lead(key) OVER ({window}) AS nxt FROM {freq}")
 
     @staticmethod
@@ -118,7 +119,7 @@ class Plan:
 
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""
-        return self.sql(f"SELECT sum(n) AS total_rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}, max(k{d}) - min(k{d}) AS range{d}')} "
+        return self.sql(f"SELECT sum(n) AS total_rows, count(*) AS cell_count, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}, max(k{d}) - min(k{d}) AS range{d}')} "
                         f"FROM cells", cells=cells)
 
     def root(self, cells: str, span: str) -> str:
@@ -134,7 +135,7 @@ class Plan:
         lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
         width = self._each(f"CASE WHEN s.range{{d}} > 0 THEN (p.{hi}{{d}} - p.{lo}{{d}}) / s.range{{d}} ELSE 0.0 END AS w{{d}}")
         return (f"SELECT p.*, {width} FROM "
-                f"(SELECT part, sum(n) AS rows, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region} "
+                f"(SELECT part, sum(n) AS rows, max(n) = 1 AS unit, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region} "
                 f" FROM state GROUP BY part HAVING sum(n) >= {2 * self.k}) p CROSS JOIN span s")
 
     def _eligible(self, d: int) -> str:
@@ -144,6 +145,45 @@ class Plan:
         return (f"cum >= {self.k} AND rows - cum >= {self.k}" if self.mode == "strict"
                 else f"rows // 2 >= {self.k}")
 
+    def _medians(self, picks: str, prefix: str) -> str:
+        """CTEs (named `prefix`...) ending in ``<prefix>median``: per (part, dim) of `picks` (columns part,
+        dim, rows, unit), the median key (split), the next key (nxt), rows at it (cnt) and up to it (cum):
+        the key where the running row count, in key order, first reaches rows // 2.
+
+        'running' medians total the rows per key and run a sum in key order (a sort per level). 'quantile'
+        medians take the parts whose cells hold one row each (unit) from quantile_disc over their cells
+        instead: it picks the element at (count - 1) // 2, so an odd count gets one -infinity element and
+        the pick is the (rows // 2)-th either way, and one aggregate gives its counts. Where nearly every
+        key is distinct, the aggregate costs a third of the sort; where cells hold many rows, the running
+        sum over few keys is cheaper."""
+        key = self._of_dim("p.dim", "s.k{d}")
+        general = "WHERE NOT unit" if self.medians == "quantile" else ""
+        running = f"""
+                SELECT r.part, r.dim, r.key AS split, r.nxt, r.cnt, r.cum
+                FROM {prefix}running r JOIN {picks} p ON r.part = p.part AND r.dim = p.dim
+                WHERE {self._at_median('r', 'p.rows')}"""
+        quantile = f"""
+                SELECT k.part, k.dim, u.split, min(CASE WHEN k.key > u.split THEN k.key END) AS nxt,
+                       CAST(sum(CASE WHEN k.key = u.split THEN k.n ELSE 0 END) AS BIGINT) AS cnt,
+                       CAST(sum(CASE WHEN k.key <= u.split THEN k.n ELSE 0 END) AS BIGINT) AS cum
+                FROM {prefix}keyed k JOIN {prefix}unit_split u ON k.part = u.part AND k.dim = u.dim
+                GROUP BY k.part, k.dim, u.split
+                UNION ALL"""
+        unit_split = f"""
+            {prefix}unit_split AS (
+                SELECT part, dim, quantile_disc(key, 0.5) AS split
+                FROM (SELECT part, dim, key FROM {prefix}keyed WHERE unit
+                      UNION ALL SELECT part, dim, CAST('-infinity' AS DOUBLE) FROM {picks} WHERE unit AND rows % 2 = 1)
+                GROUP BY part, dim),"""
+        quantiles = self.medians == "quantile"
+        return f"""
+            {prefix}keyed AS (SELECT p.part, p.dim, p.unit, {key} AS key, s.n FROM state s JOIN {picks} p ON s.part = p.part),
+            {unit_split if quantiles else ''}
+            {prefix}freq AS (SELECT part, dim, key, CAST(sum(n) AS BIGINT) AS cnt FROM {prefix}keyed {general}
+                             GROUP BY part, dim, key),
+            {prefix}running AS ({self._running(prefix + 'freq', 'part, dim')}),
+            {prefix}median AS ({quantile if quantiles else ''}{running})"""
+
     def _attempt(self) -> str:
         """Each candidate's widest QI whose keys differ: its median, and whether the cut there is allowed.
         Returns part, dim, split, nxt (the next key), cnt (rows at the split), cum (rows up to it), rows,
@@ -151,32 +191,25 @@ class Plan:
         best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})"
         pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
         return (f"""
-            WITH tried AS (SELECT part, rows, CASE {pick} END AS dim
+            WITH tried AS (SELECT part, rows, unit, CASE {pick} END AS dim
                            FROM (SELECT *, {best} AS best FROM cands) WHERE best >= 0),
-            freq AS (SELECT s.part, {self._of_dim('t.dim', 's.k{d}')} AS key, sum(s.n) AS cnt
-                     FROM state s JOIN tried t ON s.part = t.part GROUP BY ALL),
-            running AS ({self._running('freq', 'part')})
-            SELECT t.part, t.dim, r.key AS split, r.nxt, r.cnt, r.cum, t.rows, {self._valid()} AS valid
-            FROM running r JOIN tried t ON r.part = t.part WHERE {self._at_median('r', 't.rows')}""")
+            {self._medians('tried', 'tried_')}
+            SELECT t.part, t.dim, m.split, m.nxt, m.cnt, m.cum, t.rows, {self._valid()} AS valid
+            FROM tried_median m JOIN tried t ON m.part = t.part""")
 
     def _fallback(self) -> str:
         """Strict mode, the candidates whose widest cut failed: every other QI's median at once; per
-        partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt().
-        One aggregate over (partition, QI, key): the state is paired with the QI positions, each row
-        reading the key of its position."""
+        partition the widest QI whose cut is allowed (ties to the earliest). Same columns as attempt()."""
         positions = self._each("SELECT {d} AS d", " UNION ALL ")
-        freq = (f"SELECT s.part, p.d, {self._of_dim('p.d', 'f.w{d}')} AS w, {self._of_dim('p.d', 's.k{d}')} AS key, "
-                f"sum(s.n) AS cnt FROM state s JOIN failed f ON s.part = f.part CROSS JOIN ({positions}) p "
-                f"WHERE {self._of_dim('p.d', 'f.hi{d} > f.lo{d}')} AND f.tried <> p.d GROUP BY ALL")
         # CTE names differ from _attempt()'s: Spark refuses a name defined twice in one statement
         return (f"""
             WITH failed AS (SELECT c.*, a.dim AS tried FROM cands c JOIN attempt a ON c.part = a.part WHERE NOT a.valid),
-            every_freq AS ({freq}),
-            every_running AS ({self._running('every_freq', 'part, d')}),
-            every_median AS (SELECT r.part, r.d AS dim, r.w, r.key AS split, r.nxt, r.cnt, r.cum, f.rows
-                             FROM every_running r JOIN failed f ON r.part = f.part WHERE {self._at_median('r', 'f.rows')}),
-            every_ranked AS (SELECT *, row_number() OVER (PARTITION BY part ORDER BY w DESC, dim) AS choice
-                       FROM every_median WHERE {self._valid()})
+            others AS (SELECT f.part, p.d AS dim, f.rows, f.unit, {self._of_dim('p.d', 'f.w{d}')} AS w
+                       FROM failed f CROSS JOIN ({positions}) p
+                       WHERE {self._of_dim('p.d', 'f.hi{d} > f.lo{d}')} AND f.tried <> p.d),
+            {self._medians('others', 'others_')},
+            every_ranked AS (SELECT m.*, o.rows, row_number() OVER (PARTITION BY m.part ORDER BY o.w DESC, m.dim) AS choice
+                             FROM others_median m JOIN others o ON m.part = o.part AND m.dim = o.dim WHERE {self._valid()})
             SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM every_ranked WHERE choice = 1""")
 
     def cut(self, state: str, decided: str) -> str:
@@ -261,7 +294,9 @@ class Plan:
         for d, qi in enumerate(self.qis):
             if qi.kind == CATEGORICAL:
                 ctes.append(f"set{d} AS (SELECT part, count(*) AS m, max(v{d}) AS one, "
-                            f"string_agg(coalesce(CAST(v{d} AS VARCHAR), 'NULL'), ',' ORDER BY k{d}) AS vals, "
+                            # a list sorted once per class: faster than an ordered string_agg
+                            f"array_to_string(list_transform(list_sort(list({{'k': k{d}, 's': coalesce(CAST(v{d} AS VARCHAR), 'NULL')}})), "
+                            f"lambda x: x.s), ',') AS vals, "
                             f"arg_min(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS lo, "
                             f"arg_max(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS hi "
                             f"FROM (SELECT DISTINCT part, v{d}, k{d} FROM members) GROUP BY part)")

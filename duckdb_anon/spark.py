@@ -69,7 +69,8 @@ class SparkEngine(Engine):
         self.versions[name] = version
         path = f"{self.work_dir}/{name}_{version}"
         frame.write.mode(mode).parquet(path)
-        self.spark.read.parquet(path).createOrReplaceTempView(name)
+        # the schema is known: reading it from the files would cost a job per step
+        self.spark.read.schema(frame.schema).parquet(path).createOrReplaceTempView(name)
         if mode == "overwrite" and version > 1:  # the previous version was read into this one
             self._delete(f"{self.work_dir}/{name}_{version - 1}")
 

@@ -218,9 +218,7 @@ class Plan:
         still needs. Split_rule 'inherited' also narrows each piece's region."""
         key = self._of_dim("d.dim", "s.k{d}")
         go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
-        if self.mode == "strict":
-            lefts, before = "CASE WHEN v <= split THEN n ELSE 0 END", "0"
-        else:
+        if self.mode == "relaxed":
             lefts = ("CASE WHEN v < split THEN n WHEN v > split THEN 0 "
                      "ELSE least(greatest(go_left - (cum - cnt) - before, 0), n) END")
             before = (f"coalesce(sum(n) OVER (PARTITION BY part, v = split ORDER BY {self._each('k{d}')}, cell, off "
@@ -239,14 +237,19 @@ class Plan:
                 outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN split ELSE hi{d} END "
                             f"WHEN {examined} THEN hi{d} ELSE rhi{d} END AS rhi{d}")
             region_out = ", " + ", ".join(outs)
+        if self.mode == "strict":  # cells stay whole: each goes to one side, in one pass
+            sides = ("sides AS (SELECT *, CASE WHEN v <= split THEN 0 ELSE 1 END AS side, off AS new_off, n AS new_n, "
+                     "part + CASE WHEN v <= split THEN 0 ELSE go_left END AS new_part FROM joined)")
+        else:  # a cell tied at the median may send rows to both sides
+            sides = (f"shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)), "
+                     "sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0 "
+                     "UNION ALL "
+                     "SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)")
         return self.sql(f"""
             WITH joined AS (SELECT s.cell, s.off, s.n, s.part, {self._each('s.k{d}')}{region_in},
                                    d.dim, d.split, d.nxt, d.cnt, d.cum, d.rows, {go_left} AS go_left, {key} AS v
                             FROM state s JOIN decided d ON s.part = d.part),
-            shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)),
-            sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0
-                      UNION ALL
-                      SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)
+            {sides}
             SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out} FROM sides""",
                         state=state, decided=decided)
 

@@ -40,13 +40,13 @@ def same_release(con, spark_frame, sql):
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_adult_release_is_mondrians(spark, mode):
-    """On 300 Adult rows (the whole table takes many minutes on local[2]: bench/bench_spark.py checks it)."""
+    """On 200 Adult rows (the whole table takes many minutes on local[2]: bench/bench_spark.py checks it)."""
     con = duckdb_anon.connect()
     duckdb_anon.load_adult(con, "adult")
-    con.execute("CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * FROM adult LIMIT 300")
+    con.execute("CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * FROM adult LIMIT 200")
     frame = spark.createDataFrame(con.execute("SELECT * FROM numbered ORDER BY rid").df())
     release = dspark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"])
-    assert release.count() == 300
+    assert release.count() == 200
     assert same_release(con, release, f"SELECT * FROM mondrian('numbered', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}')")
     con.close()
 

@@ -120,7 +120,12 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
 
     cells, span, final = names("cells"), names("span"), names("final")
     engine.begin("cells")
-    create(cells, plan.cells(engine.source(), engine.numbered))
+    if engine.stepwise:
+        grouped = names("grouped")
+        create(grouped, plan.grouped(engine.source(), engine.numbered))
+        create(cells, plan.cells(engine.source(), engine.numbered, grouped))
+    else:
+        create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, query("span", cells))
     total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
     total = total or 0
@@ -151,6 +156,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         engine.append(names.real(final), names.real(query("finished", state, decided)))
         if engine.count(names.real(decided)) == 0:
             break
+        engine.drop(names.real(following))  # two levels old: gone before the next is written, not after
         create(following, query("cut", state, decided))
         state, following = following, state
     labels = names("labels")

@@ -89,11 +89,21 @@ class Plan:
         return f"{running}.cum >= {rows} // 2 AND {running}.cum - {running}.cnt < {rows} // 2"
 
     # ---- cells -----------------------------------------------------------------------------------------
-    def cells(self, source: exp.Expression, numbered: bool) -> str:
-        """One row per distinct QI vector: cell (its first row), n (rows), v<d> (the values), k<d> (keys).
+    def _grouped(self, numbered: bool) -> str:
+        row = "__anon_row" if numbered else "row_number() OVER ()"
+        return (f"SELECT {self._each('v{d}')}, count(*) AS n, min(__anon_row) AS cell FROM "
+                f"(SELECT {row} AS __anon_row, {self._each('__qi_{d} AS v{d}')} FROM __anon_source) "
+                f"GROUP BY {self._each('v{d}')}")
+
+    def grouped(self, source: exp.Expression, numbered: bool) -> str:
+        """One row per distinct QI vector: v<d> (the values), n (rows), cell (its first row).
 
         `numbered`: the source already has a row number __anon_row (Spark); else DuckDB's scan position."""
-        row = "__anon_row" if numbered else "row_number() OVER ()"
+        return self.sql(self._grouped(numbered), source=source)
+
+    def cells(self, source: exp.Expression, numbered: bool, grouped: str | None = None) -> str:
+        """grouped() with each QI's key k<d> added. `grouped`: a relation holding grouped() (engines that
+        would compute it once per reference, as Spark inlines CTEs); else computed here."""
         codes, joins, raw = [], [], []
         for d, qi in enumerate(self.qis):
             if qi.kind == CATEGORICAL:
@@ -106,16 +116,14 @@ class Plan:
                 raw.append(f"CAST({qi.key.format(x=f'g.v{d}')} AS DOUBLE) AS r{d}")
             else:
                 raw.append(f"g.v{d}::DOUBLE AS r{d}")
-        ctes = [f"numbered AS (SELECT {row} AS __anon_row, {self._each('__qi_{d} AS v{d}')} FROM __anon_source)",
-                f"grouped AS (SELECT {self._each('v{d}')}, count(*) AS n, min(__anon_row) AS cell "
-                f"FROM numbered GROUP BY {self._each('v{d}')})", *codes,
+        ctes = [*([] if grouped else [f"grouped AS ({self._grouped(numbered)})"]), *codes,
                 f"coded AS (SELECT g.cell, g.n, {self._each('g.v{d} AS v{d}')}, {', '.join(raw)} "
                 f"FROM grouped g {' '.join(joins)})",
                 f"bounds AS (SELECT {self._each('min(r{d}) AS lo{d}, max(r{d}) AS hi{d}')} FROM coded)"]
         # a NULL number sorts one table range beyond the largest value (0 when the column is all NULL)
         keys = self._each("coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}")
         return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}, {keys} "
-                        f"FROM coded CROSS JOIN bounds", source=source)
+                        f"FROM coded CROSS JOIN bounds", source=source, **({"grouped": grouped} if grouped else {}))
 
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""

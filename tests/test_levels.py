@@ -107,3 +107,19 @@ def test_same_release_whatever_the_thread_count(con):
         levels.mondrian(con, "t", ["a", "b", "c"], 5, into=f"r{threads}", mode="relaxed")
         releases.append(f"r{threads}")
     assert differences(con, *releases) == (0, 0)
+
+
+@pytest.mark.parametrize("mode", ["strict", "relaxed"])
+def test_high_cardinality_table_gives_mondrians_release_both_ways(con, mode):
+    """Nearly every row its own QI vector (the default then takes medians from quantiles), with ties, NULLs
+    and odd partition sizes: both ways to a median give mondrian()'s release, whatever the thread count."""
+    con.execute("CREATE TABLE t AS SELECT range AS id, CASE WHEN range % 50 = 0 THEN NULL ELSE hash(range, 1) % 900 END AS a, "
+                "hash(range, 2) % 3000 AS b, ['x', 'y', 'z', NULL][(hash(range, 3) % 4)::INTEGER + 1] AS c FROM range(3001)")
+    con.execute(f"CREATE TABLE sq AS SELECT * FROM mondrian('t', ['a', 'b', 'c'], 7, mode := '{mode}')")
+    for medians, threads in ((None, 2), ("quantile", 1), ("running", 2)):
+        con.execute(f"SET threads = {threads}")
+        con.execute("DROP TABLE IF EXISTS lv")
+        levels.mondrian(con, "t", ["a", "b", "c"], 7, into="lv", mode=mode, medians=medians)
+        assert differences(con, "lv", "sq") == (0, 0)
+    smallest = con.execute("SELECT min(n) FROM (SELECT count(*) AS n FROM lv GROUP BY a, b, c)").fetchall()[0][0]
+    assert smallest >= 7 and con.execute("SELECT count(*) FROM lv").fetchall()[0][0] == 3001

@@ -165,7 +165,8 @@ class Plan:
         key is distinct, the aggregate costs a third of the sort; where cells hold many rows, the running
         sum over few keys is cheaper."""
         key = self._of_dim("p.dim", "s.k{d}")
-        general = "WHERE NOT unit" if self.medians == "quantile" else ""
+        quantiles = self.medians == "quantile"
+        general = "WHERE NOT unit" if quantiles else ""  # the parts the running sum still serves
         running = f"""
                 SELECT r.part, r.dim, r.key AS split, r.nxt, r.cnt, r.cum
                 FROM {prefix}running r JOIN {picks} p ON r.part = p.part AND r.dim = p.dim
@@ -183,7 +184,6 @@ class Plan:
                 FROM (SELECT part, dim, key FROM {prefix}keyed WHERE unit
                       UNION ALL SELECT part, dim, CAST('-infinity' AS DOUBLE) FROM {picks} WHERE unit AND rows % 2 = 1)
                 GROUP BY part, dim),"""
-        quantiles = self.medians == "quantile"
         return f"""
             {prefix}keyed AS (SELECT p.part, p.dim, p.unit, {key} AS key, s.n FROM state s JOIN {picks} p ON s.part = p.part),
             {unit_split if quantiles else ''}

@@ -39,15 +39,23 @@ def same_release(con, spark_frame, sql):
 
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
-def test_adult_release_is_mondrians(spark, mode):
-    """On 200 Adult rows (the whole table takes many minutes on local[2]: bench/bench_spark.py checks it)."""
+def test_adult_release_is_mondrians(spark, mode, tmp_path):
+    """On 200 Adult rows (the whole table takes many minutes on local[2]: bench/bench_spark.py checks it).
+    The measures, read from the release's Parquet files by DuckDB, are those of mondrian()'s release."""
     con = duckdb_anon.connect()
     duckdb_anon.load_adult(con, "adult")
     con.execute("CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * FROM adult LIMIT 200")
     frame = spark.createDataFrame(con.execute("SELECT * FROM numbered ORDER BY rid").df())
-    release = dspark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"])
+    target = str(tmp_path / "release")
+    release = dspark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"], into=target)
     assert release.count() == 200
     assert same_release(con, release, f"SELECT * FROM mondrian('numbered', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}')")
+    con.execute("CREATE TABLE from_spark AS SELECT * FROM read_parquet(?)", [f"{target}/*.parquet"])
+    qis = qi_sql(ADULT_QIS)
+    for measures in (f"release_measures('{{}}', {qis}, k := 10)", f"ncp('{{}}', 'numbered', {qis}, 'rid')"):
+        spark_side = con.execute(f"SELECT * FROM {measures.format('from_spark')}").fetchall()
+        assert spark_side == con.execute(f"SELECT * FROM {measures.format('duck_release')}").fetchall()
+    assert spark_side[0][-1] == 200  # ncp matched every row to its original
     con.close()
 
 

@@ -2,7 +2,9 @@ import os
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
+from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.datasets import ADULT_QIS
@@ -55,3 +57,15 @@ def assert_error_names(con, sql, words):
         con.execute(sql).fetchall()
     for word in words:
         assert word in str(err.value)
+
+
+@st.composite
+def tied_frames(draw, min_rows, max_rows, columns="xcyd"):
+    """A small DataFrame of few distinct values (many ties, NULLs, sometimes a constant column) and an
+    `id` numbering its rows. Columns, from `columns`: x (integer), c (letter), y (float), d (integer,
+    a day number for dates)."""
+    n = draw(st.integers(min_rows, max_rows))
+    small = st.integers(0, draw(st.integers(0, 6)))  # 0 -> a constant column
+    kinds = {"x": small, "c": st.sampled_from("abcde"), "y": small.map(float), "d": small}
+    rows = draw(st.lists(st.tuples(*(st.one_of(st.none(), kinds[c]) for c in columns)), min_size=n, max_size=n))
+    return pd.DataFrame(rows, columns=list(columns)).assign(id=range(n))

@@ -1,12 +1,11 @@
 """The level driver (duckdb_anon.levels) gives mondrian()'s release: same rows, same labels, both shapes."""
 import duckdb
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import multiset_differences as differences
-from conftest import qi_sql
+from conftest import qi_sql, tied_frames
 from duckdb_anon import levels
 from duckdb_anon.datasets import ADULT_QIS
 
@@ -34,17 +33,13 @@ def test_adult_release_is_mondrians(adult_con, mode, rule, shape, medians):
 
 @st.composite
 def tables(draw):
-    n = draw(st.integers(1, 40))
-    small = st.integers(0, draw(st.integers(0, 6)))  # few values: many ties; 0 -> a constant column
-    maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
-    rows = draw(st.lists(st.tuples(maybe(small), maybe(st.sampled_from("abcde")), maybe(small.map(float)),
-                                   maybe(small)), min_size=n, max_size=n))
-    k = draw(st.integers(1, n))
+    df = draw(tied_frames(1, 40))
+    k = draw(st.integers(1, len(df)))
     mode = draw(st.sampled_from(["strict", "relaxed"]))
     rule = draw(st.sampled_from(["actual", "inherited"]))
     order = draw(st.sampled_from(["appearance", "value"]))
     qis = draw(st.permutations(["x", "c", "y", "d"]))
-    return pd.DataFrame(rows, columns=["x", "c", "y", "d"]).assign(id=range(n)), k, mode, rule, order, qis
+    return df, k, mode, rule, order, qis
 
 
 def load(con, df):

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from conftest import multiset_differences, qi_sql
+from conftest import multiset_differences, qi_sql, tied_frames
 from duckdb_anon.datasets import ADULT_QIS
 
 if shutil.which("java") is None:
@@ -61,15 +61,12 @@ def test_adult_release_is_mondrians(spark, mode, tmp_path):
 
 @st.composite
 def tables(draw):
-    n = draw(st.integers(2, 30))
-    small = st.integers(0, draw(st.integers(0, 5)))  # few values: many ties; 0 -> a constant column
-    maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
-    rows = draw(st.lists(st.tuples(maybe(small), maybe(st.sampled_from("abcd")), maybe(small)), min_size=n, max_size=n))
-    k = draw(st.integers(1, n))
+    df = draw(tied_frames(2, 30, "xcd"))
+    k = draw(st.integers(1, len(df)))
     mode = draw(st.sampled_from(["strict", "relaxed"]))
     shape = draw(st.sampled_from(["text", "typed"]))
     rule = draw(st.sampled_from(["actual", "inherited"]))
-    return pd.DataFrame(rows, columns=["x", "c", "d"]).assign(id=range(n)), k, mode, shape, rule
+    return df, k, mode, shape, rule
 
 
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -109,14 +109,11 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
 
     The caller drops ``names.made`` once it has materialized the release."""
     names = names if names is not None else Names()
-    plan_key = (tuple(resolve_qis(fn, engine, qis)), int(k), mode, split_rule, categorical_order, engine.dialect)
-    plan = Plan(*plan_key)
+    rules = (tuple(resolve_qis(fn, engine, qis)), int(k), mode, split_rule, categorical_order, engine.dialect)
+    plan = Plan(*rules)  # for the queries made once per run; query() caches the per-level ones
 
     def create(name, sql):
         engine.create(names.real(name), names.real(sql))
-
-    def query(method, *tables):
-        return _generated(plan_key, method, tables)
 
     cells, span, final = names("cells"), names("span"), names("final")
     engine.begin("cells")
@@ -126,7 +123,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         create(cells, plan.cells(engine.source(), engine.numbered, grouped))
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
-    create(span, query("span", cells))
+    create(span, plan.span(cells))
     total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
     total = total or 0
     if k > total:
@@ -136,7 +133,10 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     if medians is None:
         medians = "quantile" if engine.quantiles and distinct >= 0.9 * total else "running"
     stepwise = engine.stepwise or medians == "quantile"
-    plan_key = plan_key + (medians,)
+
+    def query(method, *tables):
+        return _generated(rules + (medians,), method, tables)
+
     state, following, decided = names("state_a"), names("state_b"), names("decided")
     if stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")

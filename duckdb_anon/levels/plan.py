@@ -246,8 +246,8 @@ class Plan:
                             f"WHEN {examined} THEN hi{d} ELSE rhi{d} END AS rhi{d}")
             region_out = ", " + ", ".join(outs)
         if self.mode == "strict":  # cells stay whole: each goes to one side, in one pass
-            sides = ("sides AS (SELECT *, CASE WHEN v <= split THEN 0 ELSE 1 END AS side, off AS new_off, n AS new_n, "
-                     "part + CASE WHEN v <= split THEN 0 ELSE go_left END AS new_part FROM joined)")
+            sides = ("sides AS (SELECT *, off AS new_off, n AS new_n, part + side * go_left AS new_part "
+                     "FROM (SELECT *, CASE WHEN v <= split THEN 0 ELSE 1 END AS side FROM joined))")
         else:  # a cell tied at the median may send rows to both sides
             sides = (f"shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)), "
                      "sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0 "

@@ -2,10 +2,14 @@
 checked against mondrian() on DuckDB (run from the project root; needs the 'spark' extra and Java 17):
 
     python bench/bench_spark.py                 # Adult, strict and relaxed, k = 10, 8 QIs
-    python bench/bench_spark.py --rows 1000000  # Adult sampled with replacement to that many rows
+    python bench/bench_spark.py --rows 10000000 --modes strict --driver-memory 12g
 
-Spark's REST API (UI on port 4040+) is read after each run for the stages of each step (the driver labels
-its jobs 'duckdb-anon level N'). Prints Markdown tables.
+--rows scales Adult as bench/bench_mondrian.py does (rows sampled with replacement, two numeric QIs
+jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver (the same
+release, held to mondrian()'s by the tests) on scaled tables, which mondrian() does not fit in memory at
+10M rows. Spark's REST API (UI on port 4040+) is read after each run for the stages of each step (the
+driver labels its jobs 'duckdb-anon level N'); each step's start is printed to stderr as it happens.
+Prints Markdown tables.
 """
 import argparse
 import collections
@@ -13,7 +17,12 @@ import json
 import time
 import urllib.request
 
+import sys
+import tempfile
+
 import duckdb_anon
+from bench_mondrian import build  # the scaled Adult tables of the DuckDB benchmark
+from duckdb_anon import levels as level_driver
 from duckdb_anon import spark as anon_spark
 from duckdb_anon.datasets import ADULT_QIS
 
@@ -35,36 +44,53 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=0, help="sample Adult to this many rows (0: Adult as it is)")
     parser.add_argument("--modes", nargs="*", default=["strict", "relaxed"])
+    parser.add_argument("--driver-memory", default="4g", help="Spark driver heap (local mode runs the tasks there)")
     args = parser.parse_args()
     from pyspark.sql import SparkSession
 
-    con = duckdb_anon.connect()
-    duckdb_anon.load_adult(con, "adult")
-    source = "adult" if not args.rows else f"(SELECT * FROM adult USING SAMPLE {args.rows} ROWS (reservoir, 7))"
-    con.execute(f"CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * FROM {source}")
-    path = "/tmp/duckdb_anon_bench_spark_source.parquet"
-    con.execute(f"COPY (SELECT * FROM numbered ORDER BY rid) TO '{path}'")
+    scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
+    con = duckdb_anon.connect(f"{scratch}/bench.duckdb")
+    con.execute("SET temp_directory = ?", [f"{scratch}/spill"])
+    source = build(con, args.rows or 30162)
+    con.execute(f"CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * EXCLUDE (rid) FROM {source}")
+    path = f"{scratch}/source.parquet"
+    con.execute("COPY (SELECT * FROM numbered ORDER BY rid) TO ?", [path])
     for mode in args.modes:
         spark = (SparkSession.builder.master("local[2]").appName("bench").config("spark.sql.shuffle.partitions", "4")
+                 .config("spark.driver.memory", args.driver_memory).config("spark.local.dir", f"{scratch}/spark")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         frame = spark.read.parquet(path)
         started = time.perf_counter()
-        release = anon_spark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"])
+        begin = anon_spark.SparkEngine.begin
+
+        def timed(engine, step, begin=begin):  # a line per step as it starts: partial figures survive a kill
+            print(f"{time.perf_counter() - started:9.1f} s  {step}", file=sys.stderr, flush=True)
+            begin(engine, step)
+
+        anon_spark.SparkEngine.begin = timed
+        target = f"{scratch}/release_{mode}"
+        anon_spark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"], into=target)
         took = time.perf_counter() - started
-        con.register("spark_release", release.toPandas())
-        con.execute(f"CREATE OR REPLACE TABLE duck AS SELECT * FROM mondrian('numbered', {ADULT_QIS}, 10, mode := '{mode}')")
+        anon_spark.SparkEngine.begin = begin
+        con.execute("CREATE OR REPLACE TABLE spark_release AS SELECT * FROM read_parquet(?)", [f"{target}/*.parquet"])
+        if source == "adult":
+            con.execute(f"CREATE OR REPLACE TABLE duck AS SELECT * FROM mondrian('numbered', {ADULT_QIS}, 10, mode := '{mode}')")
+        else:
+            con.execute("DROP TABLE IF EXISTS duck")
+            level_driver.mondrian(con, "numbered", ADULT_QIS, 10, into="duck", mode=mode)
         diff = con.execute("SELECT (SELECT count(*) FROM (FROM spark_release EXCEPT ALL FROM duck)) + "
                            "(SELECT count(*) FROM (FROM duck EXCEPT ALL FROM spark_release))").fetchall()[0][0]
         per = stages(spark)
         levels = [g for g in per if g.startswith("duckdb-anon level")]
         print(f"\n{mode}: {con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
-              f"{len(levels)} levels, release {'identical to' if diff == 0 else 'DIFFERENT from'} mondrian() "
-              f"({diff} rows differ)\n")
+              f"{len(levels)} levels, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
+              f"{'mondrian()' if source == 'adult' else 'level driver'} ({diff} rows differ)\n")
         print("| step | stages | shuffle bytes (read + written) |\n|---|---:|---:|")
         for group in sorted(per, key=lambda g: (len(g), g)):
             print(f"| {group.replace('duckdb-anon ', '') or '(reading, checking)'} | {per[group][0]} | {per[group][1]:,} |")
         spark.stop()
+    con.close()
 
 
 if __name__ == "__main__":

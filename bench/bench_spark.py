@@ -8,17 +8,16 @@ checked against mondrian() on DuckDB (run from the project root; needs the 'spar
 jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver (the same
 release, held to mondrian()'s by the tests) on scaled tables, which mondrian() does not fit in memory at
 10M rows. Spark's REST API (UI on port 4040+) is read after each run for the stages of each step (the
-driver labels its jobs 'duckdb-anon level N'); each step's start is printed to stderr as it happens.
-Prints Markdown tables.
+driver labels its jobs 'duckdb-anon level N'), with each step's wall time from its first job's submission
+to its last job's completion. Prints Markdown tables.
 """
 import argparse
 import collections
 import json
+import tempfile
 import time
 import urllib.request
-
-import sys
-import tempfile
+from datetime import datetime
 
 import duckdb_anon
 from bench_mondrian import build  # the scaled Adult tables of the DuckDB benchmark
@@ -27,16 +26,26 @@ from duckdb_anon import spark as anon_spark
 from duckdb_anon.datasets import ADULT_QIS
 
 
+def _instant(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
+
+
 def stages(spark):
-    """Per job group: stages and shuffle bytes (read + written), from the REST API."""
+    """Per job group: stages, shuffle bytes (read + written) and wall seconds, from the REST API."""
     base = spark.sparkContext.uiWebUrl + "/api/v1/applications/" + spark.sparkContext.applicationId
     jobs = json.load(urllib.request.urlopen(base + "/jobs"))
     group_of = {s: job.get("jobGroup", "") for job in jobs for s in job["stageIds"]}
-    out = collections.defaultdict(lambda: [0, 0])
+    out = collections.defaultdict(lambda: [0, 0, 0.0])
     for stage in json.load(urllib.request.urlopen(base + "/stages")):
         group = group_of.get(stage["stageId"], "")
         out[group][0] += 1
         out[group][1] += stage.get("shuffleReadBytes", 0) + stage.get("shuffleWriteBytes", 0)
+    spans = collections.defaultdict(list)
+    for job in jobs:
+        if "completionTime" in job:
+            spans[job.get("jobGroup", "")] += [_instant(job["submissionTime"]), _instant(job["completionTime"])]
+    for group, instants in spans.items():
+        out[group][2] = max(instants) - min(instants)
     return out
 
 
@@ -62,17 +71,9 @@ def main():
         spark.sparkContext.setLogLevel("ERROR")
         frame = spark.read.parquet(path)
         started = time.perf_counter()
-        begin = anon_spark.SparkEngine.begin
-
-        def timed(engine, step, begin=begin):  # a line per step as it starts: partial figures survive a kill
-            print(f"{time.perf_counter() - started:9.1f} s  {step}", file=sys.stderr, flush=True)
-            begin(engine, step)
-
-        anon_spark.SparkEngine.begin = timed
         target = f"{scratch}/release_{mode}"
         anon_spark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"], into=target)
         took = time.perf_counter() - started
-        anon_spark.SparkEngine.begin = begin
         con.execute("CREATE OR REPLACE TABLE spark_release AS SELECT * FROM read_parquet(?)", [f"{target}/*.parquet"])
         if source == "adult":
             con.execute(f"CREATE OR REPLACE TABLE duck AS SELECT * FROM mondrian('numbered', {ADULT_QIS}, 10, mode := '{mode}')")
@@ -86,9 +87,11 @@ def main():
         print(f"\n{mode}: {con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
               f"{len(levels)} levels, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
               f"{'mondrian()' if source == 'adult' else 'level driver'} ({diff} rows differ)\n")
-        print("| step | stages | shuffle bytes (read + written) |\n|---|---:|---:|")
+        print("| step | wall time (s) | stages | shuffle bytes (read + written) |\n|---|---:|---:|---:|")
         for group in sorted(per, key=lambda g: (len(g), g)):
-            print(f"| {group.replace('duckdb-anon ', '') or '(reading, checking)'} | {per[group][0]} | {per[group][1]:,} |")
+            count, shuffled, seconds = per[group]
+            spent = f"{seconds:.1f}" if group else "--"  # ungrouped jobs come before and after the call
+            print(f"| {group.replace('duckdb-anon ', '') or '(reading, checking)'} | {spent} | {count} | {shuffled:,} |")
         spark.stop()
     con.close()
 

@@ -10,6 +10,7 @@ the 10M-row run uses SET memory_limit = '2GB' and spills to a temporary folder. 
 """
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,12 +36,19 @@ def build(con, n):
 
 
 def one(n, mode, engine="sql"):
+    spill = tempfile.mkdtemp(prefix="duckdb-anon-bench-")  # a scratch folder, never the working tree
+    try:
+        return measure(n, mode, engine, spill)
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def measure(n, mode, engine, spill):
     con = duckdb_anon.connect()
     table = build(con, n)
     if n >= 10_000_000:
         con.execute("SET memory_limit = '2GB'")
-        # spill to a scratch folder, never into the working tree
-        con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="duckdb-anon-bench-")])
+        con.execute("SET temp_directory = ?", [spill])
     qis = "[" + ", ".join(f"'{q}'" for q in ADULT_QIS) + "]"
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()

@@ -6,13 +6,15 @@ checked against mondrian() on DuckDB (run from the project root; needs the 'spar
 
 --rows scales Adult as bench/bench_mondrian.py does (rows sampled with replacement, two numeric QIs
 jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver on scaled
-tables (the same release, held to mondrian()'s by the tests, and about twice as fast at 10M rows). Spark's REST API (UI on port 4040+) is read after each run for the stages of each step (the
-driver labels its jobs 'duckdb-anon level N'), with each step's wall time from its first job's submission
-to its last job's completion. Prints Markdown tables.
+tables (the same release, held to mondrian()'s by the tests, and about twice as fast at 10M rows).
+Spark's REST API (UI on port 4040+) is read after each run for the stages of each step (the driver labels
+its jobs 'duckdb-anon level N'), with each step's wall time from its first job's submission to its last
+job's completion. Everything is written under a scratch folder, deleted at the end. Prints Markdown tables.
 """
 import argparse
 import collections
 import json
+import shutil
 import tempfile
 import time
 import urllib.request
@@ -54,9 +56,16 @@ def main():
     parser.add_argument("--modes", nargs="*", default=["strict", "relaxed"])
     parser.add_argument("--driver-memory", default="4g", help="Spark driver heap (local mode runs the tasks there)")
     args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
+    try:  # at 10M rows the database, the Parquet files and the releases take ~1 GB
+        run(args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(args, scratch):
     from pyspark.sql import SparkSession
 
-    scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
     con = duckdb_anon.connect(f"{scratch}/bench.duckdb")
     con.execute("SET temp_directory = ?", [f"{scratch}/spill"])
     source = build(con, args.rows or 30162)

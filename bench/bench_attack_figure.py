@@ -52,7 +52,8 @@ def attack(con, known, aux_args):
                    CASE WHEN target_id IN (SELECT record_id FROM held_out) THEN NULL ELSE target_id END AS record_id
                    FROM aux""")
     present, hit, absent, false_rate, entropy = con.execute(
-        f"SELECT * FROM deanonymize_evaluate('published', 'aux', 'truth', phi := {PHI})").fetchone()
+        "SELECT present_targets, reidentified, absent_targets, false_match_rate, median_entropy_bits "
+        f"FROM deanonymize_evaluate('published', 'aux', 'truth', phi := {PHI})").fetchone()
     assert present == TARGETS and absent == TARGETS, (present, absent)
     return hit, false_rate, entropy
 

@@ -18,7 +18,8 @@ def main():
     con.execute("CREATE TABLE aux AS SELECT * FROM synthetic_aux('ratings', 1000, known_items := 8, seed := 3)")
     con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
     t2 = time.perf_counter()
-    present, hit, _, _, entropy = con.execute("SELECT * FROM deanonymize_evaluate('ratings', 'aux', 'truth')").fetchone()
+    present, hit, entropy = con.execute("SELECT present_targets, reidentified, median_entropy_bits "
+                                        "FROM deanonymize_evaluate('ratings', 'aux', 'truth')").fetchone()
     t3 = time.perf_counter()
     rows = con.execute("SELECT count(*) FROM ratings").fetchone()[0]
     print("| users | ratings | generate (s) | deanonymize 1,000 targets (s) | re-identified | median entropy (bits) |")

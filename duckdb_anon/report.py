@@ -38,6 +38,9 @@ class ReportRequest:
     aux: str | None = None  # with id_column: people an adversary knows, for the linkage audit
     aux_label: str = ""
     hierarchies: dict[str, str] | None = None  # QI -> hierarchy table, for NCP and the linkage audit
+    scoreboard_aux: str | None = None  # what an adversary knows of some people's rows (target_id, item, value, ts)
+    scoreboard_truth: str | None = None  # (target_id, record_id); None: a target is the record with its id
+    scoreboard_label: str = ""
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Measures:
     privacy: dict | None = None  # privacy_measures() with the sensitive column
     ncp: dict | None = None  # ncp(): ncp_percent, per_qi, matched_rows
     linkage: dict | None = None  # linkage_classes(): people, reidentified, own_class_found, ...
+    non_qi_columns: list[str] = field(default_factory=list)  # every released column that is not a QI
+    scoreboard: dict | None = None  # deanonymize_evaluate(): reidentified, top1_share, top5_share, ...
 
 
 def require_matplotlib() -> None:
@@ -86,6 +91,8 @@ def gather(con: duckdb.DuckDBPyConnection, request: ReportRequest, smallest: int
         keep = [i for i, c in enumerate(columns) if c not in ("distinct_l", "entropy_l", "recursive_l", "t")]
         columns, rows = [columns[i] for i in keep], [tuple(r[i] for i in keep) for r in rows]
     measures = Measures(release, risk, class_sizes, risk_counts, columns, rows)
+    released = [d[0] for d in con.execute("SELECT * FROM query_table(?) LIMIT 0", [table]).description]
+    measures.non_qi_columns = [c for c in released if c.lower() not in {q.lower() for q in qis}]
     if request.sensitive is not None:
         measures.privacy = _one_row(con, "SELECT * FROM privacy_measures(?, ?, sensitive := ?)",
                                     [table, qis, request.sensitive])
@@ -96,6 +103,38 @@ def gather(con: duckdb.DuckDBPyConnection, request: ReportRequest, smallest: int
         measures.linkage = _one_row(con, "SELECT * FROM linkage_classes(?, ?, ?, ?, hierarchies := ?)",
                                     [table, request.aux, qis, request.id_column, request.hierarchies])
     return measures
+
+
+def gather_scoreboard(con: duckdb.DuckDBPyConnection, request: ReportRequest) -> dict:
+    """deanonymize_evaluate() of the release (record_id, item, value, ts) against request.scoreboard_aux.
+    Without a truth table, a target is present when the release holds a record with its id, absent otherwise
+    (a temporary table, dropped afterwards)."""
+    truth = request.scoreboard_truth
+    if truth is None:
+        con.execute("CREATE OR REPLACE TEMP TABLE anon_report_truth AS SELECT DISTINCT a.target_id, r.record_id "
+                    "FROM query_table(?) a LEFT JOIN (SELECT DISTINCT record_id FROM query_table(?)) r "
+                    "ON r.record_id = a.target_id", [request.scoreboard_aux, request.release])
+    try:
+        return _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
+                        [request.release, request.scoreboard_aux, truth or "anon_report_truth"])
+    finally:
+        con.execute("DROP TABLE IF EXISTS anon_report_truth")
+
+
+def scoreboard_lines(m: Measures, aux_label: str) -> list[tuple[str, str]]:
+    """Scoreboard-RH as the summary says it: the adversary's best guesses beside the eccentricity-gated
+    matches, so that a release the gate calls safe cannot hide a top candidate that is usually right."""
+    s = m.scoreboard
+    records = s["released_records"]
+    chance = f"chance 1/{records:,} = {1 / records:.4f}" if records else "no records"
+    return [("Scoreboard-RH top-1", f"{_number(s['top1_share'])} of {_number(s['present_targets'])} targets of "
+                                    f"{aux_label}: own record scored best ({chance})"),
+            ("Scoreboard-RH top-5", f"{_number(s['top5_share'])}: own record among the 5 best-scored"),
+            ("Scoreboard-RH matched", f"{_number(s['reidentified'])}: best record is their own and stands out "
+                                      f"(eccentricity >= 1.5); false matches of absent targets "
+                                      f"{_number(s['false_match_rate'])}"),
+            ("unique records", f"{_number(s['unique_record_share'])} of {_number(records)} records: "
+                               "no other record has the same released rows")]
 
 
 def _number(value, digits: int = 4) -> str:
@@ -133,7 +172,16 @@ def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
         lines.append(("linkage", f"reidentified {_number(k['reidentified'])}, consistent with one class "
                                  f"{_number(k['consistent_with_one_class'])}, own class found "
                                  f"{_number(k['own_class_found'])} ({_number(k['people'])} people of {request.aux_label})"))
+    if m.scoreboard is not None:
+        lines += scoreboard_lines(m, request.scoreboard_label)
+    lines.append(("non-QI columns", non_qi_text(m)))
     return lines
+
+
+def non_qi_text(m: Measures) -> str:
+    """The released columns that are not QIs, by name: an identifier that passed through shows here."""
+    return ", ".join(m.non_qi_columns) if m.non_qi_columns else "none"
+
 
 
 def summary_text(request: ReportRequest, m: Measures) -> str:
@@ -222,7 +270,9 @@ def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str,
                gates: list[tuple[str, str, str]] = ()) -> None:
     """The page; `gates` are (gate, measured value, result) rows, shown when thresholds were given."""
     e = html.escape
-    gates_section = "" if not gates else "<h2>Release gates</h2>\n" + _table(["gate", "measured", "result"], list(gates))
+    gates_section = "" if not gates else ("<h2>Release gates</h2>\n" + _table(["gate", "measured", "result"], list(gates))
+                                          + f"<p>Columns released besides the quasi-identifiers: "
+                                            f"<code>{e(non_qi_text(m))}</code>.</p>")
     qis = ", ".join(request.qis)
     if plots["ncp"] is None:
         ncp_section = ('<p class="absent">No NCP plot: information loss compares the release with the original '

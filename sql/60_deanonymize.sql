@@ -95,14 +95,20 @@ sims AS (  -- one row per (target, item, candidate record): the best of the reco
     LEFT JOIN ts_labels d ON d.tl = p.tl
     GROUP BY a.target_id, p.record_id, c.t),
 scores AS (  -- one row per (target, candidate record)
-    SELECT s.target_id, s.record_id, sum(w.wt * s.sim) AS score
+    -- rounded to 1e-9, so that records scoring alike tie whatever order the threads add the terms in
+    SELECT s.target_id, s.record_id, round(sum(w.wt * s.sim), 9) AS score
     FROM sims s JOIN weights w USING (t)
     GROUP BY s.target_id, s.record_id),
 per_target AS (  -- aggregates, not a ranking window: sorting every target's candidates cost most of the time
-    SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2,
-           max(score) AS best, coalesce(max(score, 2)[2], 0) AS second,  -- the runner-up may tie the best
-           arg_min(record_id, {'neg_score': -score, 'record_id': record_id}) AS best_record  -- ties: smallest id
-    FROM scores GROUP BY target_id),
+    SELECT * EXCLUDE (top), top[1] AS best, coalesce(top[2], 0) AS second,  -- the runner-up may tie the best
+           coalesce(top[5], 0) AS fifth
+    FROM (SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2, max(score, 5) AS top,
+                 arg_min(record_id, {'neg_score': -score, 'record_id': record_id}) AS best_record  -- ties: smallest id
+          FROM scores GROUP BY target_id)),
+top_candidates AS (  -- the records scoring at least the fifth-best positive score, ties included, for the
+                     -- top-1 and top-5 shares of deanonymize_evaluate (fewer than five: every positive score)
+    SELECT k.target_id, list({'record_id': k.record_id, 'score': k.score}) AS top_candidates
+    FROM scores k JOIN per_target t USING (target_id) WHERE k.score > 0 AND k.score >= t.fifth GROUP BY k.target_id),
 stats AS (  -- sigma over all records (zeros included)
     SELECT t.*, sqrt(greatest(t.s2 / r.n - pow(t.s1 / r.n, 2), 0)) AS sigma, r.n FROM per_target t, records r),
 entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 contribute exp(0) = 1 each
@@ -114,19 +120,27 @@ entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 co
 SELECT s.target_id, s.best_record, s.best AS score, s.second AS runner_up, s.sigma,
        CASE WHEN s.sigma > 0 THEN (s.best - s.second) / s.sigma END AS eccentricity,
        coalesce((s.best - s.second) / nullif(s.sigma, 0) >= try_cast(phi AS DOUBLE), false) AS matched,
-       e.entropy_bits
-FROM stats s LEFT JOIN entropy e USING (target_id)
+       e.entropy_bits, s.n AS records, c.top_candidates
+FROM stats s LEFT JOIN entropy e USING (target_id) LEFT JOIN top_candidates c USING (target_id)
 -- The checks as a branch of their own, so that they run even when there are no targets (never a row)
 UNION ALL BY NAME
 SELECT NULL AS target_id FROM checks WHERE NOT ok
 ORDER BY target_id;
 
 CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true) AS TABLE
-SELECT * FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, d0, phi, use_dates);
+SELECT * EXCLUDE (records, top_candidates) FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, d0, phi, use_dates);
 
 -- Evaluation against ground truth (target_id, record_id; record_id NULL when the target is absent from the
--- release): reidentified = share of present targets matched to their own record; false_match_rate = share
--- of absent targets matched to anyone; median_entropy_bits over all targets.
+-- release). Over present targets: reidentified = share matched to their own record (eccentricity >= phi);
+-- top1_share = share whose best-scored record is their own, top5_share = share whose own record is among
+-- the five best-scored. Neither needs a match to stand out: an adversary may act on the best guess alone.
+-- Ties never flatter: when the own record ties with others, a target counts as the chance that a uniform
+-- draw among the tied records puts it in the top 1 (1 / tied) or the top 5 (spare places / tied); records
+-- scoring nothing tie at 0, so a target whose known items reach no record counts 1 / released_records.
+-- Over absent targets: false_match_rate = share matched to anyone. median_entropy_bits over all targets.
+-- released_records: the records of the release (chance for top-1 is 1 / released_records);
+-- unique_record_share: the share of them whose released rows (item, value, ts as released, as a multiset)
+-- no other record has, whatever any adversary knows.
 -- The targets are those of the truth table: with an empty aux table none is matched (reidentified 0);
 -- with an empty truth table the counts are 0 and the shares NULL.
 CREATE OR REPLACE MACRO deanonymize_evaluate(published_table, aux_table, truth_table, rho0 := 1.5, d0 := 30, phi := 1.5,
@@ -138,17 +152,37 @@ args AS (
 checks AS (  -- the truth table here; the other two in anon_deanonymize, whose rows the aggregate below reads
     SELECT ok FROM anon_require_columns('deanonymize_evaluate', 'truth_table', truth_table, ['target_id', 'record_id'])),
 truth AS (SELECT target_id, record_id FROM args, anon_read(truth_table, ['target_id', 'record_id'])),
-summary AS (
-    SELECT count(*) FILTER (WHERE t.record_id IS NOT NULL) AS present_targets,
-           avg(CASE WHEN d.matched AND d.best_record = t.record_id THEN 1.0 ELSE 0.0 END)
-               FILTER (WHERE t.record_id IS NOT NULL) AS reidentified,
-           count(*) FILTER (WHERE t.record_id IS NULL) AS absent_targets,
-           avg(CASE WHEN d.matched THEN 1.0 ELSE 0.0 END) FILTER (WHERE t.record_id IS NULL) AS false_match_rate,
-           median(d.entropy_bits) AS median_entropy_bits
+record_rows AS (  -- each released record's rows, as a sorted list of their released values
+    SELECT record_id, list_sort(list(to_json({'item': item, 'value': value, 'ts': ts})::VARCHAR)) AS released
+    FROM args, anon_read(published_table, ['record_id', 'item', 'value', 'ts']) WHERE record_id IS NOT NULL
+    GROUP BY record_id),
+uniqueness AS (
+    SELECT coalesce(sum(holders), 0) AS released_records,
+           sum(holders) FILTER (WHERE holders = 1) / sum(holders) AS unique_record_share
+    FROM (SELECT count(*) AS holders FROM record_rows GROUP BY released)),
+attacked AS (  -- per target of the truth table: the attack's outcome and the own record's score among the best
+    SELECT t.target_id, t.record_id, d.matched, d.best_record, d.entropy_bits,
+           coalesce(d.top_candidates, []) AS top,
+           coalesce(list_filter(coalesce(d.top_candidates, []), lambda c: c.record_id = t.record_id)[1].score, 0) AS own
     FROM truth t
     LEFT JOIN anon_deanonymize('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates) d
-        USING (target_id))
-SELECT summary.* FROM summary, checks WHERE checks.ok;
+        USING (target_id)),
+ranked AS (  -- better: records scoring more than the own record; tied: records scoring as much (itself included)
+    SELECT *, len(list_filter(top, lambda c: c.score > own)) AS better,
+           greatest(CASE WHEN own > 0 THEN len(list_filter(top, lambda c: c.score = own))
+                         ELSE (SELECT released_records FROM uniqueness) - len(top) END, 1) AS tied
+    FROM attacked),
+summary AS (
+    SELECT count(*) FILTER (WHERE record_id IS NOT NULL) AS present_targets,
+           avg(CASE WHEN matched AND best_record = record_id THEN 1.0 ELSE 0.0 END)
+               FILTER (WHERE record_id IS NOT NULL) AS reidentified,
+           count(*) FILTER (WHERE record_id IS NULL) AS absent_targets,
+           avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) FILTER (WHERE record_id IS NULL) AS false_match_rate,
+           median(entropy_bits) AS median_entropy_bits,
+           avg(CASE WHEN better = 0 THEN 1.0 / tied ELSE 0.0 END) FILTER (WHERE record_id IS NOT NULL) AS top1_share,
+           avg(greatest(least((5 - better) / tied, 1.0), 0.0)) FILTER (WHERE record_id IS NOT NULL) AS top5_share
+    FROM ranked)
+SELECT summary.*, uniqueness.* FROM summary, uniqueness, checks WHERE checks.ok;
 
 -- What an adversary might know, for experiments: for `targets` records of table_name (chosen by seed),
 -- known_items of their items, each rating moved by a whole number in [-value_noise, value_noise] and each

@@ -47,7 +47,8 @@ def test_absent_targets_match_far_less_often_and_leave_more_uncertainty(ratings)
                    UNION ALL SELECT * FROM synthetic_aux('partial', 100, known_items := 8, seed := 2)""")
     con.execute("""CREATE TABLE truth AS SELECT DISTINCT target_id,
                    CASE WHEN target_id IN (SELECT record_id FROM missing) THEN NULL ELSE target_id END AS record_id FROM aux""")
-    present, hit, absent, false_rate, _ = con.execute("SELECT * FROM deanonymize_evaluate('partial', 'aux', 'truth')").fetchone()
+    present, hit, absent, false_rate = con.execute(
+        "SELECT present_targets, reidentified, absent_targets, false_match_rate FROM deanonymize_evaluate('partial', 'aux', 'truth')").fetchone()
     assert (present, absent) == (100, 100)
     assert false_rate < hit / 3  # phi = 1.5 does not make false matches rare on this data (see README)
     ent = dict(con.execute("""SELECT t.record_id IS NULL, median(d.entropy_bits) FROM deanonymize('partial', 'aux') d
@@ -115,7 +116,8 @@ def test_empty_aux_gives_no_targets_and_no_people(tiny):
     assert con.execute("SELECT * FROM deanonymize('pub', 'nobody')").fetchall() == []
     # deanonymize_evaluate counts the truth table's targets: none of them is found
     present, hit, absent, false_rate, entropy = con.execute(
-        "SELECT * FROM deanonymize_evaluate('pub', 'nobody', 'truth')").fetchone()
+        "SELECT present_targets, reidentified, absent_targets, false_match_rate, median_entropy_bits "
+        "FROM deanonymize_evaluate('pub', 'nobody', 'truth')").fetchone()
     assert present == con.execute("SELECT count(*) FROM truth").fetchone()[0] and hit == 0
     assert absent == 0 and false_rate is None and entropy is None
     con.execute("CREATE TABLE nobody_known AS SELECT * FROM people LIMIT 0")

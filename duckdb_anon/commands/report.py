@@ -21,6 +21,8 @@ from duckdb_anon.commands.progress import Progress
 OPTIONS = {"release_table": "RELEASE", "table_name": "RELEASE", "original_table": "--original",
            "aux_table": "--aux", "qis": "--qi", "id_column": "--id", "hierarchies": "--hierarchy",
            "sensitive": "--sensitive"}
+# deanonymize_evaluate's arguments -> the options that set them
+SCOREBOARD_OPTIONS = {"published_table": "RELEASE", "aux_table": "--scoreboard-aux", "truth_table": "--scoreboard-truth"}
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -30,16 +32,22 @@ def check_arguments(args: argparse.Namespace) -> None:
     if args.aux is not None and args.id is None:
         raise BadArgument("--id", "--aux needs --id: the linkage audit checks whether a person's own row, by id, "
                                   "is among the rows consistent with them")
+    if args.scoreboard_truth is not None and args.scoreboard_aux is None:
+        raise BadArgument("--scoreboard-truth", "goes with --scoreboard-aux: it says which record each target is")
     if args.id is not None and args.original is None and args.aux is None:
         raise BadArgument("--id", "is used with --original (NCP) or --aux (linkage)")
     if args.perturbed:
         if args.original is None:
             raise BadArgument("--perturbed", "needs --original ORIGINAL --id ID_COLUMN: the audits compare with the original")
         gate_given = [g for g, v in (("--require-k", args.require_k), ("--require-l", args.require_l),
-                                     ("--max-prosecutor-risk", args.max_prosecutor_risk), ("--max-linkage", args.max_linkage))
+                                     ("--max-prosecutor-risk", args.max_prosecutor_risk), ("--max-linkage", args.max_linkage),
+                                     *((o, getattr(args, n)) for o, n, _, _ in release_gates.SCOREBOARD_GATES))
                       if v is not None]
         if gate_given:
             raise BadArgument(gate_given[0], "is a gate on generalized releases; it does not apply with --perturbed")
+        if args.scoreboard_aux is not None:
+            raise BadArgument("--scoreboard-aux", "attacks generalized releases of rows (record_id, item, value, ts); "
+                                                  "it does not apply with --perturbed")
     if not 0 < args.threshold <= 1:
         raise BadArgument("--threshold", f"must be in (0, 1], got {args.threshold}")
     release_gates.check_gate_arguments(args)
@@ -52,7 +60,8 @@ def _inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     else:
         files = [("RELEASE", data_file("RELEASE", args.release))]
         files += [(option, data_file(option, value)) for option, value in
-                  (("--original", args.original), ("--aux", args.aux)) if value is not None]
+                  (("--original", args.original), ("--aux", args.aux), ("--scoreboard-aux", args.scoreboard_aux),
+                   ("--scoreboard-truth", args.scoreboard_truth)) if value is not None]
     return files + [("--hierarchy", path) for path in hierarchy_files(args.hierarchy)]
 
 
@@ -62,10 +71,15 @@ def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_r
     if args.db is not None:
         attach_database(con, args.db)
         release, original, aux = args.release, args.original, args.aux
+        scoreboard_aux, scoreboard_truth = args.scoreboard_aux, args.scoreboard_truth
     else:
         release = file_relation(con, "RELEASE", args.release, "anon_release")
         original = None if args.original is None else file_relation(con, "--original", args.original, "anon_original")
         aux = None if args.aux is None else file_relation(con, "--aux", args.aux, "anon_aux")
+        scoreboard_aux, scoreboard_truth = (
+            None if value is None else file_relation(con, option, value, name)
+            for option, value, name in (("--scoreboard-aux", args.scoreboard_aux, "anon_scoreboard_aux"),
+                                        ("--scoreboard-truth", args.scoreboard_truth, "anon_scoreboard_truth")))
     columns = columns_of(con, release, "RELEASE", args.release, args.db)
     where = f"RELEASE {args.release}"
     qis = match_columns(columns, column_list("--qi", args.qi), "--qi", where)
@@ -80,7 +94,8 @@ def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_r
     return anon_report.ReportRequest(
         release=release, qis=qis, label=args.release, sensitive=sensitive, original=original, id_column=id_column,
         original_label=args.original or "", database=args.db, threshold=args.threshold, aux=aux,
-        aux_label=args.aux or "", hierarchies=hierarchies)
+        aux_label=args.aux or "", hierarchies=hierarchies, scoreboard_aux=scoreboard_aux,
+        scoreboard_truth=scoreboard_truth, scoreboard_label=args.scoreboard_aux or "")
 
 
 def report(args: argparse.Namespace) -> int:
@@ -101,6 +116,12 @@ def report(args: argparse.Namespace) -> int:
                 measures = anon_report.gather(con, request)
             except duckdb.Error as exc:
                 raise argument_error(exc, OPTIONS) or exc
+            if request.scoreboard_aux is not None:
+                progress.step("attacking the release (Scoreboard-RH)")
+                try:
+                    measures.scoreboard = anon_report.gather_scoreboard(con, request)
+                except duckdb.Error as exc:
+                    raise argument_error(exc, SCOREBOARD_OPTIONS) or exc
             gates = release_gates.evaluate(args, measures)
             progress.step(f"writing {target}")
             with written_atomically(target, "-o", force=args.force) as temporary:
@@ -108,7 +129,7 @@ def report(args: argparse.Namespace) -> int:
                                        [g.row() for g in gates])
         print(anon_report.summary_text(request, measures))
         if gates:
-            print(release_gates.gates_text(gates))
+            print(release_gates.gates_text(gates, measures))
         print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
         failed = [g for g in gates if not g.passed]
         if failed:
@@ -139,7 +160,8 @@ def _perturbed(con: duckdb.DuckDBPyConnection, args: argparse.Namespace, request
 def add_commands(sub) -> None:
     p = sub.add_parser("report", help="an HTML report on a release: class sizes, risk, l/t, NCP, linkage; gates",
                        description="Write an HTML report on RELEASE and print its summary. With gates "
-                                   "(--require-k, --require-l, --max-prosecutor-risk, --max-linkage) the command "
+                                   "(--require-k, --require-l, --max-prosecutor-risk, --max-linkage, --max-top1, "
+                                   "--max-top5, --max-unique-records) the command "
                                    "exits with code 3 when the release fails one, after writing the report.")
     p.add_argument("release", metavar="RELEASE", help="the release: a .csv or .parquet file, or with --db a table")
     p.add_argument("--qi", required=True, help="comma-separated quasi-identifier columns")
@@ -147,6 +169,12 @@ def add_commands(sub) -> None:
     p.add_argument("--original", metavar="ORIGINAL", help="the original data (file, or table with --db), for NCP")
     p.add_argument("--aux", metavar="AUX", help="people the adversary knows (file, or table with --db): exact QI "
                                                 "values and the id, for the linkage audit (linkage_classes)")
+    p.add_argument("--scoreboard-aux", metavar="AUX",
+                   help="what an adversary knows of people's rows (file, or table with --db; columns target_id, item, "
+                        "value, ts), for the Scoreboard-RH attack on a release of rows (record_id, item, value, ts)")
+    p.add_argument("--scoreboard-truth", metavar="TRUTH",
+                   help="which record each target is (target_id, record_id; NULL: absent); default: the record "
+                        "whose record_id is the target_id, if the release has one")
     p.add_argument("--id", metavar="ID_COLUMN", help="the row id present in RELEASE and in ORIGINAL / AUX")
     p.add_argument("--hierarchy", action="append", metavar="QI=FILE",
                    help="the hierarchy QI was generalized with, for NCP and the linkage audit (repeatable)")
@@ -163,6 +191,9 @@ def add_commands(sub) -> None:
                        help="the largest prosecutor risk (1 / smallest class) must not exceed P")
     gates.add_argument("--max-linkage", type=float, metavar="R",
                        help="linkage_classes' reidentified share (with --aux, --id) must not exceed R")
+    for option, _, measure, _ in release_gates.SCOREBOARD_GATES:
+        gates.add_argument(option, type=float, metavar="R",
+                           help=f"the {measure} (deanonymize_evaluate, with --scoreboard-aux) must not exceed R")
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--force", action="store_true", help="replace -o if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress")

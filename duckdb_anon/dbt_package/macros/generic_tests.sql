@@ -63,3 +63,28 @@ FROM linkage_classes({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_li
                      {%- if hierarchies is not none %}, hierarchies := {{ hierarchies }}{% endif %})
 WHERE reidentified > {{ max_rate }}
 {% endtest %}
+
+{#-
+    Scoreboard-RH audit of a release of rows (record_id, item, value, ts), such as a Mondrian release of
+    ratings: the adversary knows some rows of each target of `aux` (target_id, item, value, ts); `truth`
+    (target_id, record_id, NULL when absent) says which record each target is. deanonymize_evaluate()
+    scores every record against each target. The test returns one row (present_targets, reidentified,
+    top1_share, top5_share, released_records, unique_record_share) when the share of targets whose own
+    record scores best exceeds max_top1, or, when given, the share with it among the five best exceeds
+    max_top5, or the share of records whose released rows no other record has exceeds max_unique_records
+    (each a number in [0, 1]). A share that cannot be measured (no present target, no record) fails the
+    test. It gates on the best guess, not on the eccentricity-gated `reidentified`:
+    the top candidate may be right for most targets while none stands out.
+-#}
+{% test scoreboard_below(model, aux, truth, max_top1, max_top5=none, max_unique_records=none) %}
+    {%- for name, value in [('max_top1', max_top1), ('max_top5', max_top5), ('max_unique_records', max_unique_records)]
+        if (value is not none or name == 'max_top1')
+           and (value is not number or value is boolean or value < 0 or value > 1) -%}
+        {{ exceptions.raise_compiler_error("scoreboard_below(): argument '" ~ name ~ "' must be a number in [0, 1], got " ~ value) }}
+    {%- endfor -%}
+SELECT present_targets, reidentified, top1_share, top5_share, released_records, unique_record_share
+FROM deanonymize_evaluate({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_literal(aux) }}, {{ duckdb_anon.sql_literal(truth) }})
+WHERE coalesce(top1_share > {{ max_top1 }}, true)
+    {%- if max_top5 is not none %} OR coalesce(top5_share > {{ max_top5 }}, true){% endif %}
+    {%- if max_unique_records is not none %} OR coalesce(unique_record_share > {{ max_unique_records }}, true){% endif %}
+{% endtest %}

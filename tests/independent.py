@@ -1,4 +1,7 @@
 """Checks of a release computed with pandas from the output alone, sharing nothing with the SQL macros."""
+import math
+
+import numpy as np
 import pandas as pd
 
 
@@ -35,3 +38,46 @@ def ncp_percent(release: pd.DataFrame, source: pd.DataFrame, qis, numeric, id_co
         widths = (grouped.max() - grouped.min()) / (span or 1)
         total += (widths * grouped.size()).sum()
     return 100.0 * total / (len(qis) * len(source))
+
+
+def _rating_bounds(con, table, typed):
+    """The release as numeric ranges: item, value and day (days since 1970) lo/hi per row."""
+    if typed:
+        sql = (f"SELECT record_id, item.lo AS i_lo, item.hi AS i_hi, value.lo AS v_lo, value.hi AS v_hi, "
+               f"epoch(ts.lo) / 86400 AS d_lo, epoch(ts.hi) / 86400 AS d_hi FROM {table}")
+    else:
+        sql = (f"SELECT record_id, item AS i_lo, item AS i_hi, value AS v_lo, value AS v_hi, "
+               f"epoch(ts) / 86400 AS d_lo, epoch(ts) / 86400 AS d_hi FROM {table}")
+    return con.execute(sql).df()
+
+
+def scoreboard_shares(con, table, aux, typed, rho0=1.5, d0=30.0):
+    """(top1, top5, unique share) from Scoreboard-RH's formula scored over every record with numpy: the own
+    record's place among all records, a tie among n counting as a uniform draw."""
+    rel = _rating_bounds(con, table, typed)
+    known = con.execute(f"SELECT target_id, item, value, epoch(ts) / 86400 AS day FROM {aux}").df()
+    ids = np.sort(rel["record_id"].unique())
+    position = np.searchsorted(ids, rel["record_id"].to_numpy())
+    top1, top5 = [], []
+    for target, rows in known.groupby("target_id"):
+        scores = np.zeros(len(ids))
+        for _, k in rows.iterrows():
+            covers = ((rel["i_lo"] <= k["item"]) & (k["item"] <= rel["i_hi"])).to_numpy()
+            if not covers.any():
+                continue
+            wt = 1 / math.log(max(covers.sum(), 2))
+            gap_v = np.maximum.reduce([rel["v_lo"] - k["value"], k["value"] - rel["v_hi"], np.zeros(len(rel))])
+            gap_d = np.maximum.reduce([rel["d_lo"] - k["day"], k["day"] - rel["d_hi"], np.zeros(len(rel))])
+            sim = np.where(covers, np.exp(-gap_v / rho0) + np.exp(-gap_d / d0), -np.inf)
+            best = np.full(len(ids), -np.inf)
+            np.maximum.at(best, position, sim)
+            scores += wt * np.where(np.isfinite(best), best, 0)
+        own = scores[np.searchsorted(ids, target)]
+        better = int((scores > own + 1e-7).sum())
+        tied = int((np.abs(scores - own) <= 1e-7).sum())
+        top1.append(1 / tied if better == 0 else 0.0)
+        top5.append(min(max((5 - better) / tied, 0.0), 1.0))
+    released = rel.assign(row=rel.drop(columns="record_id").astype(str).agg("|".join, axis=1))
+    sets = released.groupby("record_id")["row"].agg(lambda r: tuple(sorted(r)))
+    unique = (sets.map(sets.value_counts()) == 1).mean()
+    return float(np.mean(top1)), float(np.mean(top5)), float(unique)

@@ -90,6 +90,10 @@ def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_r
             other = columns_of(con, relation, option, label, args.db)
             match_columns(other, [args.id], "--id", f"{option} {label}")
             match_columns(other, qis, "--qi", f"{option} {label}")
+    for option, relation, label in (("--scoreboard-aux", scoreboard_aux, args.scoreboard_aux),
+                                    ("--scoreboard-truth", scoreboard_truth, args.scoreboard_truth)):
+        if relation is not None:  # it exists; deanonymize_evaluate checks its columns
+            columns_of(con, relation, option, label, args.db)
     hierarchies, _ = load_hierarchies(con, args.hierarchy, qis)
     return anon_report.ReportRequest(
         release=release, qis=qis, label=args.release, sensitive=sensitive, original=original, id_column=id_column,

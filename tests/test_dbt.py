@@ -25,6 +25,7 @@ pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is not installed (
 
 import duckdb_anon  # noqa: E402
 from duckdb_anon.dbt import package_path  # noqa: E402
+from independent import scoreboard_shares  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt"
 PACKAGE_ENTRY = "local: ../../duckdb_anon/dbt_package"  # as examples/dbt/packages.yml has it
@@ -342,3 +343,49 @@ models:
     build = run_dbt(bad_rate, "build", "--select", "patients_k2")
     assert build.returncode != 0
     assert "linkage_below(): argument 'max_rate'" in build.stdout + build.stderr
+
+
+def test_scoreboard_below_fails_a_release_whose_top_candidate_is_usually_right(built, tmp_path):
+    """A k = 25 Mondrian release of ratings (record_id kept): no match stands out (the gated share ~0), yet
+    the best-scored record is the target's own far above 1/k. scoreboard_below with max_top1 = 1/k fails
+    with one row; with a limit above the share it passes."""
+    project = copy_built(built[0], tmp_path / "scoreboard")
+    models = project / "models"
+    (models / "ratings.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "SELECT * FROM synthetic_ratings(300, items := 300, ratings_per_user := 20, seed := 2)\n", encoding="utf-8")
+    (models / "ratings_k25.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "{{ duckdb_anon.anonymize(ref('ratings'), ['item', 'value', 'ts'], 25, keep=['record_id']) }}\n", encoding="utf-8")
+    (models / "ratings_known.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "SELECT * FROM synthetic_aux({{ duckdb_anon.sql_literal(ref('ratings')) }}, 100, known_items := 8, seed := 3)\n",
+        encoding="utf-8")
+    (models / "ratings_truth.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "SELECT DISTINCT target_id, target_id AS record_id FROM {{ ref('ratings_known') }}\n", encoding="utf-8")
+    (models / "ratings.yml").write_text("""version: 2
+models:
+  - name: ratings_k25
+    data_tests:
+      - duckdb_anon.scoreboard_below:
+          arguments: {aux: ref('ratings_known'), truth: ref('ratings_truth'), max_top1: 0.04}
+      - duckdb_anon.scoreboard_below:
+          arguments: {aux: ref('ratings_known'), truth: ref('ratings_truth'), max_top1: 0.99, max_top5: 1}
+""", encoding="utf-8")
+    build = run_dbt(project, "build", "--select", "+ratings_k25", "+ratings_truth")
+    out = build.stdout + build.stderr
+    assert build.returncode != 0
+    assert failures_reported(out, "duckdb_anon_scoreboard_below_ratings_k25") == 1
+    assert out.count("Failure in test duckdb_anon_scoreboard_below_ratings_k25") == 1, out[-3000:]
+    assert len(re.findall(r"PASS duckdb_anon_scoreboard_below_ratings_k25", out)) == 1, out[-3000:]
+
+    con = duckdb_anon.connect(str(project / DATABASE))
+    try:  # recomputed from the scores of every record, outside the package's SQL
+        con.execute("CREATE TABLE rel_typed AS SELECT * FROM mondrian('ratings', ['item', 'value', 'ts'], 25, output := 'typed')")
+        top1, _, _ = scoreboard_shares(con, "rel_typed", "ratings_known", typed=True)
+        gated = con.execute("SELECT reidentified FROM deanonymize_evaluate('ratings_k25', 'ratings_known', "
+                            "'ratings_truth')").fetchall()[0][0]
+    finally:
+        con.close()
+    assert 0.04 < top1 < 0.99 and gated <= 0.02

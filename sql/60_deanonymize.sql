@@ -37,7 +37,9 @@ SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER
 -- Records holding none of the items score 0 and still count in sigma (the standard deviation of the
 -- target's scores over all records) and in the entropy of Pi(r) ~ exp(score / sigma). One row per target:
 -- the best record, its score and the runner-up's, sigma, eccentricity (best - second) / sigma, matched
--- (eccentricity >= phi) and entropy_bits.
+-- (eccentricity >= phi) and entropy_bits; for deanonymize_evaluate also `records` (the release's) and
+-- `top_candidates` (record_id, score of the records scoring at least the fifth-best positive score, ties
+-- included), which deanonymize() leaves out. Scores are rounded to 1e-9: equal scores tie.
 -- An aux table without targets gives no rows. `fn` names the user-facing function in error messages.
 
 -- The scalar arguments of deanonymize and deanonymize_evaluate, checked when the query is bound.
@@ -105,23 +107,25 @@ per_target AS (  -- aggregates, not a ranking window: sorting every target's can
     FROM (SELECT target_id, count(*) AS candidates, sum(score) AS s1, sum(score * score) AS s2, max(score, 5) AS top,
                  arg_min(record_id, {'neg_score': -score, 'record_id': record_id}) AS best_record  -- ties: smallest id
           FROM scores GROUP BY target_id)),
-top_candidates AS (  -- the records scoring at least the fifth-best positive score, ties included, for the
-                     -- top-1 and top-5 shares of deanonymize_evaluate (fewer than five: every positive score)
-    SELECT k.target_id, list({'record_id': k.record_id, 'score': k.score}) AS top_candidates
-    FROM scores k JOIN per_target t USING (target_id) WHERE k.score > 0 AND k.score >= t.fifth GROUP BY k.target_id),
 stats AS (  -- sigma over all records (zeros included)
     SELECT t.*, sqrt(greatest(t.s2 / r.n - pow(t.s1 / r.n, 2), 0)) AS sigma, r.n FROM per_target t, records r),
-entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 contribute exp(0) = 1 each
+entropy AS (  -- H(Pi) in bits, Pi(r) ~ exp(score / sigma); records scoring 0 contribute exp(0) = 1 each (none
+              -- when sigma is 0). In the same pass over the scores, for deanonymize_evaluate's top-1 and top-5
+              -- shares: the records scoring at least the fifth-best positive score, ties included (all positive
+              -- scores when fewer than five)
     SELECT s.target_id,
-           (ln(sum(exp(k.score / s.sigma)) + (s.n - s.candidates))
-            - sum(exp(k.score / s.sigma) * k.score / s.sigma) / (sum(exp(k.score / s.sigma)) + (s.n - s.candidates)))
-           / ln(2) AS entropy_bits
-    FROM stats s JOIN scores k USING (target_id) WHERE s.sigma > 0 GROUP BY s.target_id, s.n, s.candidates)
+           (ln(sum(exp(k.score / nullif(s.sigma, 0))) + (s.n - s.candidates))
+            - sum(exp(k.score / nullif(s.sigma, 0)) * k.score / nullif(s.sigma, 0))
+              / (sum(exp(k.score / nullif(s.sigma, 0))) + (s.n - s.candidates)))
+           / ln(2) AS entropy_bits,
+           list({'record_id': k.record_id, 'score': k.score}) FILTER (WHERE k.score > 0 AND k.score >= s.fifth) AS top_candidates
+    FROM stats s JOIN scores k USING (target_id)
+    GROUP BY s.target_id, s.n, s.candidates)
 SELECT s.target_id, s.best_record, s.best AS score, s.second AS runner_up, s.sigma,
        CASE WHEN s.sigma > 0 THEN (s.best - s.second) / s.sigma END AS eccentricity,
        coalesce((s.best - s.second) / nullif(s.sigma, 0) >= try_cast(phi AS DOUBLE), false) AS matched,
-       e.entropy_bits, s.n AS records, c.top_candidates
-FROM stats s LEFT JOIN entropy e USING (target_id) LEFT JOIN top_candidates c USING (target_id)
+       e.entropy_bits, s.n AS records, e.top_candidates
+FROM stats s LEFT JOIN entropy e USING (target_id)
 -- The checks as a branch of their own, so that they run even when there are no targets (never a row)
 UNION ALL BY NAME
 SELECT NULL AS target_id FROM checks WHERE NOT ok
@@ -153,7 +157,7 @@ checks AS (  -- the truth table here; the other two in anon_deanonymize, whose r
     SELECT ok FROM anon_require_columns('deanonymize_evaluate', 'truth_table', truth_table, ['target_id', 'record_id'])),
 truth AS (SELECT target_id, record_id FROM args, anon_read(truth_table, ['target_id', 'record_id'])),
 record_rows AS (  -- each released record's rows, as a sorted list of their released values
-    SELECT record_id, list_sort(list(to_json({'item': item, 'value': value, 'ts': ts})::VARCHAR)) AS released
+    SELECT record_id, list_sort(list({'item': item, 'value': value, 'ts': ts})) AS released
     FROM args, anon_read(published_table, ['record_id', 'item', 'value', 'ts']) WHERE record_id IS NOT NULL
     GROUP BY record_id),
 uniqueness AS (

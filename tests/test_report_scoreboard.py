@@ -97,6 +97,24 @@ def test_the_non_qi_columns_of_a_release_are_named(ratings_db, tmp_path):
     assert bare.returncode == 0 and summary_values(bare.stdout)["non-QI columns"] == "none"
 
 
+def test_files_give_the_figures_of_the_database_tables(ratings_db, tmp_path):
+    """The release, the aux table and the truth as Parquet files read as the --db tables are."""
+    db, *_ = ratings_db
+    con = duckdb.connect(str(db), read_only=True)
+    for table in ("rel", "known"):
+        con.execute(f"COPY {table} TO '{tmp_path / table}.parquet'")
+    con.execute(f"COPY (SELECT DISTINCT target_id, target_id AS record_id FROM known) TO '{tmp_path / 'truth'}.parquet'")
+    con.close()
+    from_db = report(db, "--scoreboard-aux", "known", "-o", tmp_path / "db.html")
+    from_files = run("report", tmp_path / "rel.parquet", "--qi", "item,value,ts", "--scoreboard-aux",
+                     tmp_path / "known.parquet", "--scoreboard-truth", tmp_path / "truth.parquet",
+                     "-o", tmp_path / "files.html", "--quiet")
+    assert from_db.returncode == from_files.returncode == 0, from_db.stderr + from_files.stderr
+    files = {name: value.replace(str(tmp_path / "known.parquet"), "known")  # the aux is named as it was given
+             for name, value in summary_values(from_files.stdout).items()}
+    assert files == summary_values(from_db.stdout)
+
+
 @pytest.mark.parametrize("args, names", [
     (["--max-top1", "0.1"], ["--max-top1", "--scoreboard-aux"]),
     (["--scoreboard-aux", "known", "--max-top5", "1.5"], ["--max-top5", "[0, 1]"]),

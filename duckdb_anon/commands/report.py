@@ -182,7 +182,8 @@ def add_commands(sub) -> None:
     p.add_argument("--id", metavar="ID_COLUMN", help="the row id present in RELEASE and in ORIGINAL / AUX")
     p.add_argument("--hierarchy", action="append", metavar="QI=FILE",
                    help="the hierarchy QI was generalized with, for NCP and the linkage audit (repeatable)")
-    p.add_argument("--db", metavar="FILE.duckdb", help="read RELEASE, ORIGINAL and AUX as tables of this DuckDB file")
+    p.add_argument("--db", metavar="FILE.duckdb",
+                   help="read RELEASE, ORIGINAL, AUX and the --scoreboard-* tables as tables of this DuckDB file")
     p.add_argument("--threshold", type=float, default=0.2,
                    help="prosecutor risk above which a record counts as at risk (default 0.2)")
     p.add_argument("--perturbed", action="store_true",

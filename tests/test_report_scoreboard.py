@@ -122,6 +122,9 @@ def test_files_give_the_figures_of_the_database_tables(ratings_db, tmp_path):
     (["--scoreboard-truth", "known"], ["--scoreboard-truth", "--scoreboard-aux"]),
     (["--scoreboard-aux", "known_no_ts"], ["--scoreboard-aux", "'ts'"]),
     (["--scoreboard-aux", "nope"], ["--scoreboard-aux", "no table or view named 'nope'"]),
+    (["--scoreboard-aux", "known", "--perturbed", "--original", "ratings", "--id", "record_id"],
+     ["--scoreboard-aux", "--perturbed"]),
+    (["--max-top1", "0.1", "--perturbed", "--original", "ratings", "--id", "record_id"], ["--max-top1", "--perturbed"]),
 ])
 def test_bad_scoreboard_options_exit_2_naming_the_option(ratings_db, tmp_path, args, names):
     target = tmp_path / "bad.html"

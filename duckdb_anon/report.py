@@ -108,7 +108,8 @@ def gather(con: duckdb.DuckDBPyConnection, request: ReportRequest, smallest: int
 def gather_scoreboard(con: duckdb.DuckDBPyConnection, request: ReportRequest) -> dict:
     """deanonymize_evaluate() of the release (record_id, item, value, ts) against request.scoreboard_aux.
     Without a truth table, a target is present when the release holds a record with its id, absent otherwise
-    (a temporary table, dropped afterwards)."""
+    (a temporary table, named with its catalog so that a table of the user's database cannot stand in for
+    it, dropped afterwards)."""
     truth = request.scoreboard_truth
     if truth is None:
         con.execute("CREATE OR REPLACE TEMP TABLE anon_report_truth AS SELECT DISTINCT a.target_id, r.record_id "
@@ -116,9 +117,9 @@ def gather_scoreboard(con: duckdb.DuckDBPyConnection, request: ReportRequest) ->
                     "ON r.record_id = a.target_id", [request.scoreboard_aux, request.release])
     try:
         return _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
-                        [request.release, request.scoreboard_aux, truth or "anon_report_truth"])
+                        [request.release, request.scoreboard_aux, truth or "temp.main.anon_report_truth"])
     finally:
-        con.execute("DROP TABLE IF EXISTS anon_report_truth")
+        con.execute("DROP TABLE IF EXISTS temp.main.anon_report_truth")
 
 
 def scoreboard_lines(m: Measures, aux_label: str) -> list[tuple[str, str]]:

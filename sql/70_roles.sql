@@ -37,41 +37,19 @@ CREATE TABLE IF NOT EXISTS anon_policies (
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
 
--- What is wrong with a pseudonym key, or NULL for a key of 128 bits or more: at least 32 hexadecimal digits,
--- or at least 22 characters of the base64 / base64url alphabet that are not all hexadecimal digits, with
--- at least 10 different characters (a repeated pattern is no random key).
-CREATE OR REPLACE MACRO anon_key_problem(key) AS
-    CASE WHEN key IS NULL THEN 'is not set'
-         WHEN regexp_full_match(key, '[0-9A-Fa-f]*') AND length(key) < 32
-              THEN 'is too short: ' || length(key) || ' hexadecimal digits, 32 or more needed (128 bits)'
-         WHEN NOT regexp_full_match(key, '[A-Za-z0-9+/_=-]{22,}')
-              THEN 'is too weak: use 32 or more hexadecimal digits or 22 or more base64 characters (128 bits) from '
-                   || 'a secure generator, such as duckdb_anon.new_pseudonym_key() or duckdb-anon new-key'
-         WHEN len(list_distinct(string_split(key, ''))) < 10 THEN 'has fewer than 10 different characters: not a random key'
-    END;
-
--- Keyed pseudonym (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 32 hex digits.
--- The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name> = '...', so it is never
--- written to the database file; a weak key is refused. Same key and value give the same pseudonym in every
--- table.
-CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
-    CASE WHEN value IS NULL THEN NULL
-         WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
-         THEN error('anonymized(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
-                    || ' = ''<secret>'' (or duckdb_anon.set_pseudonym_key) first')
-         WHEN anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR) IS NOT NULL
-         THEN error('anonymized(): the pseudonym key duckdb_anon_key_' || key_name || ' '
-                    || anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR))
-         ELSE left(sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR
-                          || sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR || value::VARCHAR)), 32) END;
-
 -- Every column the catalog knows, under each name query_table() may be given ('t', 'schema.t',
--- 'db.schema.t'; lower case), with its place in its table.
+-- 'db.schema.t'; lower case), with its place in its table and its type. A name that several tables answer
+-- to ('patients' in two schemas) keeps the one query_table() reads: a temporary table first, then the
+-- current database and schema's.
 CREATE OR REPLACE VIEW anon_catalog_columns AS
-SELECT unnest([lower(table_name), lower(schema_name || '.' || table_name),
-               lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_key,
-       column_name, column_index
-FROM duckdb_columns();
+SELECT table_key, column_name, column_index, data_type
+FROM (SELECT unnest([lower(table_name), lower(schema_name || '.' || table_name),
+                     lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_key,
+             database_name, schema_name, column_name, column_index, data_type
+      FROM duckdb_columns())
+QUALIFY dense_rank() OVER (PARTITION BY table_key
+                           ORDER BY database_name <> 'temp', database_name <> current_database() OR schema_name <> current_schema(),
+                                    database_name, schema_name) = 1;
 
 -- Every declaration, with its table's policy and what is wrong with it, if anything.
 CREATE OR REPLACE VIEW anon_roles AS
@@ -109,13 +87,36 @@ CREATE OR REPLACE MACRO anon_undeclared_message(tn, columns) AS
     || ' (declare each in anon_column_roles, as insensitive to publish it unchanged, then apply the declarations;'
     || ' or set the policy''s undeclared to ''drop'')';
 
--- Read-time guard of a compiled release: true, or an error naming every column of the table that is not in
--- `declared` (lower-case names), unless `undeclared` is 'drop'. The columns come from the table's binding.
+-- The error for declared columns that are no longer where, or what, they were when the declarations were
+-- applied (`moved`: their declarations; `lowered`, `types`: the table's column names and types now, in order).
+CREATE OR REPLACE MACRO anon_identity_message(tn, moved, lowered, types) AS
+    'anonymized(): table ''' || tn || ''' no longer has the columns its declarations were applied to: '
+    || array_to_string(list_transform(moved, lambda d: '''' || d.name || ''' ' ||
+           CASE WHEN NOT list_contains(lowered, lower(d.name)) THEN 'is gone (declared as column ' || d.place || ')'
+                WHEN list_position(lowered, lower(d.name)) <> d.place
+                     THEN 'is column ' || list_position(lowered, lower(d.name)) || ', declared as column ' || d.place
+                ELSE 'is ' || types[d.place] || ', declared as ' || d.type END), '; ')
+    || ' (a column renamed, swapped, dropped or retyped, or the table re-created): check the declarations against'
+    || ' the table, then apply them again (duckdb_anon.apply_policies(con))';
+
+-- Read-time guard of a compiled release: true, or an error. `declared` lists every declared column as
+-- {name, place, type}, taken from the catalog when the declarations were applied; each must still be the
+-- column at that place, with that name (in any case) and type: a rename, swap, drop, type change or
+-- re-created table moves a name or changes a type, and is refused naming the columns. Then every column of
+-- the table not in `declared` is refused, unless `undeclared` is 'drop'. The columns come from the table's
+-- binding (names and types, no scan), so the check sees exactly what query_table() reads.
 CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
-    SELECT CASE WHEN undeclared = 'drop' OR len(extra) = 0 THEN true ELSE error(anon_undeclared_message(tn, extra)) END
-    FROM (SELECT list_filter(names, lambda c: NOT list_contains(declared, lower(c))) AS extra
-          FROM (SELECT struct_keys(struct_pack(*COLUMNS(* EXCLUDE (__anon_one)))) AS names
-                FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)));
+    SELECT CASE WHEN len(moved) > 0 THEN error(anon_identity_message(tn, moved, lowered, types))
+                WHEN undeclared = 'drop' OR len(extra) = 0 THEN true
+                ELSE error(anon_undeclared_message(tn, extra)) END
+    FROM (SELECT list_filter(declared, lambda d: lowered[d.place] IS DISTINCT FROM lower(d.name)
+                                                 OR types[d.place] IS DISTINCT FROM d.type) AS moved,
+                 list_filter(names, lambda c: NOT list_contains(list_transform(declared, lambda d: lower(d.name)), lower(c))) AS extra,
+                 lowered, types
+          FROM (SELECT names, list_transform(names, lambda n: lower(n)) AS lowered, types
+                FROM (SELECT struct_keys(struct_pack(*COLUMNS(*))) AS names, list_value(*COLUMNS(*)) AS types
+                      FROM (SELECT typeof(COLUMNS(* EXCLUDE (__anon_one)))
+                            FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)))));
 
 -- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
@@ -128,14 +129,14 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
         WHERE r.table_name = tn),
     policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
     table_columns AS (  -- the table's columns with their declarations, if any
-        SELECT c.column_name, min(c.column_index) AS place, any_value(r.role) AS role, any_value(r.pseudonymize) AS pseudonymize
+        SELECT c.column_name, min(c.column_index) AS place, any_value(c.data_type) AS type, any_value(r.role) AS role,
+               any_value(r.pseudonymize) AS pseudonymize
         FROM anon_catalog_columns c LEFT JOIN roles r ON lower(r.column_name) = lower(c.column_name)
         WHERE c.table_key = lower(tn) GROUP BY c.column_name),
     parts AS (
         SELECT list(column_name ORDER BY column_name) FILTER (WHERE role = 'quasi_identifier') AS qis,
                list(column_name ORDER BY column_name) FILTER (WHERE role = 'sensitive') AS sensitive,
                list({'qi': column_name, 'h': hierarchy} ORDER BY column_name) FILTER (WHERE hierarchy IS NOT NULL) AS hierarchies,
-               list(lower(column_name) ORDER BY column_name) AS declared,
                min(problem) AS problem
         FROM roles),
     released AS (
@@ -143,7 +144,10 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                                                || anon_sql_literal((SELECT key_name FROM policy)) || ') AS ' || anon_sql_identifier(column_name)
                          ELSE anon_sql_identifier(column_name) END ORDER BY place)
                    FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive') OR pseudonymize) AS select_list,
-               list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared
+               list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared,
+               '[' || array_to_string(list('{''name'': ' || anon_sql_literal(column_name) || ', ''place'': ' || place
+                                           || ', ''type'': ' || anon_sql_literal(type) || '}' ORDER BY place)
+                                      FILTER (WHERE role IS NOT NULL), ', ') || ']' AS declared  -- what each declared column is now
         FROM table_columns)
     SELECT CASE
         WHEN (SELECT count(*) FROM policy) = 0
@@ -170,7 +174,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
              || CASE WHEN coalesce(p.max_suppression, 0) > 0 THEN ', max_suppression := ' || p.max_suppression::VARCHAR ELSE '' END
              || ') WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
              || anon_sql_literal(anon_policy_fingerprint(tn)) || ') AND anon_columns_declared(' || anon_sql_literal(tn) || ', '
-             || anon_sql_list(parts.declared) || ', ' || anon_sql_literal(p.undeclared) || ')'
+             || released.declared || ', ' || anon_sql_literal(p.undeclared) || ')'
         END
     FROM parts, released LEFT JOIN policy p ON true);
 

@@ -12,8 +12,8 @@ import duckdb_anon
 from duckdb_anon import roles
 from independent import class_sizes, row_keys
 
-KEY = "9f1c2b7e4d8a6035c1e2f3a4b5968778"  # 128 bits, as a test constant
-OTHER_KEY = "Zq3xW8pLm2Rt6Yv9Bn4Kd7Hs1Jf5Gc0E"
+KEY = "anon-key-v1-d1e3b8fcffdc570476ff28016409a6c3a16316fcf5514944ea1fca4ae69f9ffe-8a5de635"  # from new_pseudonym_key()
+OTHER_KEY = "anon-key-v1-4bfebaebae2ae7d41f0db5286657b71c7f947fd1d593bf2874278bb952b743eb-d9dfd02e"
 
 
 def make_patients(con, name="patients", n=600):

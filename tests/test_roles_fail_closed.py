@@ -1,5 +1,6 @@
 """Fail closed: a column nobody declared never reaches a release, when the declarations are applied and on
 every later read (schema drift), from Python and from a plain DuckDB client that never imports the package."""
+import json
 import subprocess
 import sys
 import textwrap
@@ -122,3 +123,80 @@ def test_declarations_match_columns_in_any_case(con):
     release = con.execute("SELECT * FROM anonymized('p')").df()
     assert list(release.columns) == ["Age", "zip"] and len(release) == 300  # the table's own spelling; id left out
     assert release.groupby(["Age", "zip"]).size().min() >= 12
+
+
+# Schema changes that keep every declared name but not every declared column: the names move, or hold
+# another column, or another type. Each is read through the view by a client that never imports duckdb_anon.
+SAME_NAMES_OTHER_COLUMNS = {
+    "swap_same_type": ["ALTER TABLE patients RENAME full_name TO tmp", "ALTER TABLE patients RENAME diagnosis TO full_name",
+                       "ALTER TABLE patients RENAME tmp TO diagnosis"],
+    "swap_other_type": ["ALTER TABLE patients RENAME pid TO tmp", "ALTER TABLE patients RENAME diagnosis TO pid",
+                        "ALTER TABLE patients RENAME tmp TO diagnosis"],
+    "drop_then_rename_into_it": ["ALTER TABLE patients DROP COLUMN visits", "ALTER TABLE patients RENAME full_name TO visits"],
+    "type_change": ["ALTER TABLE patients ALTER visits TYPE VARCHAR", "UPDATE patients SET visits = full_name"],
+    "recreated_in_another_order": ["CREATE TABLE reordered AS SELECT pid, age, zip, diagnosis, full_name, visits FROM patients",
+                                   "DROP TABLE patients", "ALTER TABLE reordered RENAME TO patients"],
+}
+EXPECTED_COMPLAINTS = {  # what the refusal says about each moved column, as the error words it
+    "swap_same_type": ["'full_name' is column 5, declared as column 2", "'diagnosis' is column 2, declared as column 5"],
+    "swap_other_type": ["'pid' is column 5, declared as column 1", "'diagnosis' is column 1, declared as column 5"],
+    "drop_then_rename_into_it": ["'full_name' is gone (declared as column 2)", "'visits' is column 2, declared as column 6"],
+    "type_change": ["'visits' is VARCHAR, declared as BIGINT"],
+    "recreated_in_another_order": ["'full_name' is column 5, declared as column 2", "'diagnosis' is column 4, declared as column 5"],
+}
+
+PLAIN_READER = textwrap.dedent("""
+    import json, sys, duckdb
+    con = duckdb.connect(sys.argv[1])
+    con.execute("SET VARIABLE duckdb_anon_key_clinic = ?", [sys.argv[2]])
+    for statement in json.loads(sys.argv[3]):
+        con.execute(statement)
+    if sys.argv[4] == "reapply":
+        con.execute(con.execute("SELECT anon_compile_policies()").fetchall()[0][0])
+    try:
+        rows = con.execute("SELECT * FROM patients_anon").df()
+        print(json.dumps({"published": rows.astype(str).to_dict("list")}))
+    except duckdb.Error as err:
+        print(json.dumps({"refused": str(err)}))
+    assert "duckdb_anon" not in sys.modules
+""")
+
+
+def _plain_read(path, statements, then=""):
+    out = subprocess.run([sys.executable, "-c", PLAIN_READER, str(path), KEY, json.dumps(statements), then],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def clinic_file(tmp_path):
+    """A database file holding patients, its declarations applied, and the live view patients_anon."""
+    path = tmp_path / "clinic.duckdb"
+    con = duckdb_anon.connect(str(path))
+    make_patients(con)
+    declare_patients(con)
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("change", sorted(SAME_NAMES_OTHER_COLUMNS))
+def test_a_declared_name_that_no_longer_names_its_column_is_refused_from_a_plain_client(clinic_file, change):
+    result = _plain_read(clinic_file, SAME_NAMES_OTHER_COLUMNS[change])
+    assert "refused" in result, f"published after {change}: {result}"
+    message = result["refused"]
+    assert "anonymized(): table 'patients' no longer has the columns its declarations were applied to" in message
+    assert all(complaint in message for complaint in EXPECTED_COMPLAINTS[change]), message
+    plain = duckdb.connect(str(clinic_file), read_only=True)  # the refusal changed nothing
+    assert plain.execute("SELECT count(*) FROM patients").fetchall() == [(600,)]
+    plain.close()
+
+
+def test_renames_that_restore_every_column_and_applied_changes_are_published(clinic_file):
+    round_trip = ["ALTER TABLE patients RENAME pid TO tmp", "ALTER TABLE patients RENAME tmp TO pid"]
+    published = _plain_read(clinic_file, round_trip)["published"]
+    assert list(published) == ["pid", "age", "zip", "diagnosis", "visits"] and len(published["pid"]) == 600
+    retyped = _plain_read(clinic_file, ["ALTER TABLE patients ALTER visits TYPE VARCHAR"], then="reapply")["published"]
+    assert sorted(set(retyped["visits"])) == ["0", "1", "2"]  # declared again, on the new type
+    assert not any(value.startswith("Name ") for column in retyped.values() for value in column)

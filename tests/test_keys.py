@@ -23,13 +23,14 @@ def one_changed(key, at):
 
 
 FRESH = duckdb_anon.new_pseudonym_key()
-GUESSABLE = ["0123456789abcdef0123456789abcdef", "abcdefghijklmnopqrstuv", "1234567890qwertyuiopas"]
-WEAK = GUESSABLE + [
-    "", "x", "password", "a" * 64, "correct horse battery staple",
-    FRESH[:-1], FRESH.upper(), FRESH[12:], " " + FRESH,  # truncated, upper case, the random part alone, padded
-    one_changed(FRESH, 30), one_changed(FRESH, 80),  # a typo in the random part, in the checksum
-    with_checksum("a" * 64), with_checksum("0123456789abcdef" * 4),  # valid checksums, nothing random
-]
+GUESSABLE = {"32 hex digits": "0123456789abcdef0123456789abcdef", "22 letters": "abcdefghijklmnopqrstuv",
+             "a keyboard row": "1234567890qwertyuiopas"}
+WEAK = {**GUESSABLE, "empty": "", "one letter": "x", "password": "password", "64 times a": "a" * 64,
+        "a passphrase": "correct horse battery staple",
+        "truncated": FRESH[:-1], "upper case": FRESH.upper(), "random part alone": FRESH[12:], "padded": " " + FRESH,
+        "typo in the random part": one_changed(FRESH, 30), "typo in the checksum": one_changed(FRESH, 80),
+        "checksum around 64 times a": with_checksum("a" * 64),  # valid checksums, nothing random
+        "checksum around a counted pattern": with_checksum("0123456789abcdef" * 4)}
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +41,13 @@ def declared(module_con):
     return module_con
 
 
-@pytest.mark.parametrize("key", WEAK)
+@pytest.mark.parametrize("key", list(WEAK.values()), ids=list(WEAK))
 def test_guessable_and_mistyped_keys_are_refused_by_the_helper(module_con, key):
     with pytest.raises(roles.DeclarationError, match=r"set_pseudonym_key\(\): argument 'key' .*new_pseudonym_key\(\)"):
         roles.set_pseudonym_key(module_con, "clinic", key)
 
 
-@pytest.mark.parametrize("key", WEAK)
+@pytest.mark.parametrize("key", list(WEAK.values()), ids=list(WEAK))
 def test_guessable_keys_set_in_sql_are_refused_when_the_release_is_read(declared, key):
     con = declared
     con.execute("SET VARIABLE duckdb_anon_key_clinic = ?", [key])

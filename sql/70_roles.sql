@@ -11,7 +11,10 @@
 -- Fail closed: a branch selects the declared columns by name (identifiers dropped or pseudonymized), so a
 -- column added to the table later never reaches the release. A table with a column nobody declared is
 -- refused when the declarations are applied, and again on every read (a look at the table's binding, no
--- scan), unless its policy says undeclared = 'drop'.
+-- scan), unless its policy says undeclared = 'drop'. A name is only a name: swap two, or drop one and rename
+-- another into it, and the same names hold other columns. So every branch also records each declared
+-- column's place and type when the declarations are applied, and refuses every read where a declared name
+-- is not at its place with its type (anon_columns_declared).
 
 -- The catalog: plain tables the user INSERTs into (install never drops or rewrites them).
 CREATE TABLE IF NOT EXISTS anon_column_roles (
@@ -140,9 +143,13 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                min(problem) AS problem
         FROM roles),
     released AS (
-        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier(column_name) || ', '
-                                               || anon_sql_literal((SELECT key_name FROM policy)) || ') AS ' || anon_sql_identifier(column_name)
-                         ELSE anon_sql_identifier(column_name) END ORDER BY place)
+        -- qualified by an alias naming the release, so that a column gone from the table fails to bind with
+        -- DuckDB's 'Values list "anonymized('t')" does not have a column named "c"'
+        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier('anonymized(''' || tn || ''')') || '.'
+                                               || anon_sql_identifier(column_name) || ', ' || anon_sql_literal((SELECT key_name FROM policy))
+                                               || ') AS ' || anon_sql_identifier(column_name)
+                         ELSE anon_sql_identifier('anonymized(''' || tn || ''')') || '.' || anon_sql_identifier(column_name) END
+                    ORDER BY place)
                    FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive') OR pseudonymize) AS select_list,
                list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared,
                '[' || array_to_string(list('{''name'': ' || anon_sql_literal(column_name) || ', ''place'': ' || place
@@ -172,7 +179,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                           || coalesce(', l := ' || p.l::VARCHAR, '') || ', l_kind := ' || anon_sql_literal(p.l_kind)
                           || ', c := ' || p.c::VARCHAR || coalesce(', t := ' || p.t::VARCHAR, '') END
              || CASE WHEN coalesce(p.max_suppression, 0) > 0 THEN ', max_suppression := ' || p.max_suppression::VARCHAR ELSE '' END
-             || ') WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
+             || ') AS ' || anon_sql_identifier('anonymized(''' || tn || ''')') || ' WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
              || anon_sql_literal(anon_policy_fingerprint(tn)) || ') AND anon_columns_declared(' || anon_sql_literal(tn) || ', '
              || released.declared || ', ' || anon_sql_literal(p.undeclared) || ')'
         END

@@ -200,3 +200,9 @@ def test_renames_that_restore_every_column_and_applied_changes_are_published(cli
     retyped = _plain_read(clinic_file, ["ALTER TABLE patients ALTER visits TYPE VARCHAR"], then="reapply")["published"]
     assert sorted(set(retyped["visits"])) == ["0", "1", "2"]  # declared again, on the new type
     assert not any(value.startswith("Name ") for column in retyped.values() for value in column)
+
+
+@pytest.mark.parametrize("column", ["pid", "full_name", "age", "visits"])  # pseudonymized, dropped, QI, published
+def test_a_declared_column_renamed_away_is_refused_naming_it(clinic_file, column):
+    result = _plain_read(clinic_file, [f"ALTER TABLE patients RENAME {column} TO renamed"])
+    assert "refused" in result and f'"{column}"' in result["refused"].replace("'", '"'), result

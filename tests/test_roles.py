@@ -33,6 +33,16 @@ def declare_patients(con, name="patients", k=10, **policy):
     roles.apply_policies(con)
 
 
+def make_clinic_file(path):
+    """A database file at `path` holding patients, its declarations applied, and the live view patients_anon."""
+    con = duckdb_anon.connect(str(path))
+    make_patients(con)
+    declare_patients(con)
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    con.close()
+    return path
+
+
 def expected_pseudonym(key, value):
     inner = hashlib.sha256((key + str(value)).encode()).hexdigest()
     return hashlib.sha256((key + inner).encode()).hexdigest()[:32]
@@ -78,11 +88,8 @@ def test_pseudonyms_are_stable_across_tables_and_change_with_the_key(con):
 
 
 def test_views_work_from_a_plain_duckdb_client_after_reopening(tmp_path):
-    path = tmp_path / "clinic.duckdb"
-    con = duckdb_anon.connect(str(path))
-    make_patients(con)
-    declare_patients(con)
-    roles.create_anonymized_view(con, "patients", "patients_anon")
+    path = make_clinic_file(tmp_path / "clinic.duckdb")
+    con = duckdb.connect(str(path))
     con.execute("CREATE VIEW patients_k5 AS SELECT * FROM mondrian('patients', ['age', 'zip'], 5)")
     con.close()
     script = textwrap.dedent(f"""

@@ -10,7 +10,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
-from test_roles import KEY, declare_patients, make_patients
+from test_roles import KEY, declare_patients, make_clinic_file, make_patients
 
 
 def test_undeclared_columns_are_refused_naming_the_function_table_and_every_column(con):
@@ -70,12 +70,7 @@ def test_a_column_added_after_applying_never_reaches_a_read(con, undeclared):
 def test_drift_through_a_view_from_a_plain_client(tmp_path):
     """ADD COLUMN and a removed identifier declaration, read through the view by a process that never
     imports duckdb_anon: neither the new column nor the raw ids are published."""
-    path = tmp_path / "clinic.duckdb"
-    con = duckdb_anon.connect(str(path))
-    make_patients(con)
-    declare_patients(con)
-    roles.create_anonymized_view(con, "patients", "patients_anon")
-    con.close()
+    path = make_clinic_file(tmp_path / "clinic.duckdb")
     reader = textwrap.dedent(f"""
         import sys, duckdb
         con = duckdb.connect({str(path)!r})
@@ -171,14 +166,7 @@ def _plain_read(path, statements, then=""):
 
 @pytest.fixture
 def clinic_file(tmp_path):
-    """A database file holding patients, its declarations applied, and the live view patients_anon."""
-    path = tmp_path / "clinic.duckdb"
-    con = duckdb_anon.connect(str(path))
-    make_patients(con)
-    declare_patients(con)
-    roles.create_anonymized_view(con, "patients", "patients_anon")
-    con.close()
-    return path
+    return make_clinic_file(tmp_path / "clinic.duckdb")
 
 
 @pytest.mark.parametrize("change", sorted(SAME_NAMES_OTHER_COLUMNS))

@@ -8,7 +8,6 @@ import textwrap
 import duckdb
 import pytest
 
-import duckdb_anon
 from duckdb_anon import roles
 from test_roles import KEY, declare_patients, make_clinic_file, make_patients
 

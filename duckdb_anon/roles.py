@@ -48,7 +48,8 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
     if existing:
         raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
                                f"{existing[0][1]}; delete that row of anon_column_roles first")
-    con.execute("INSERT INTO anon_column_roles VALUES (?, ?, ?, ?, ?)", [table, column, role, hierarchy, pseudonymize])
+    con.execute("INSERT INTO anon_column_roles (table_name, column_name, role, hierarchy, pseudonymize) VALUES (?, ?, ?, ?, ?)",
+                [table, column, role, hierarchy, pseudonymize])
 
 
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,

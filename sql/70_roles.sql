@@ -12,9 +12,11 @@
 -- column added to the table later never reaches the release. A table with a column nobody declared is
 -- refused when the declarations are applied, and again on every read (a look at the table's binding, no
 -- scan), unless its policy says undeclared = 'drop'. A name is only a name: swap two, or drop one and rename
--- another into it, and the same names hold other columns. So every branch also records each declared
--- column's place and type when the declarations are applied, and refuses every read where a declared name
--- is not at its place with its type (anon_columns_declared).
+-- another into it, and the same names hold other columns. So the first apply of a declaration records its
+-- column's place and type in anon_column_roles; later applies refuse a table whose declared names moved or
+-- changed type (anon_roles' problem), and every branch carries the places and types and refuses every read
+-- where a declared name is not at its place with its type (anon_columns_declared). Only the user accepts a
+-- changed table, by clearing what was recorded.
 
 -- The catalog: plain tables the user INSERTs into (install never drops or rewrites them).
 CREATE TABLE IF NOT EXISTS anon_column_roles (
@@ -23,6 +25,8 @@ CREATE TABLE IF NOT EXISTS anon_column_roles (
     role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
     hierarchy    VARCHAR,           -- quasi_identifier only: the hierarchy table generalizing it
     pseudonymize BOOLEAN NOT NULL DEFAULT false,  -- identifier only: keyed pseudonym instead of dropping it
+    column_index INTEGER,           -- the column's place and type when the declaration was first applied (left
+    data_type    VARCHAR,           -- NULL by the user; filled by the apply): later applies and reads hold to them
     PRIMARY KEY (table_name, column_name));
 
 CREATE TABLE IF NOT EXISTS anon_policies (
@@ -39,6 +43,8 @@ CREATE TABLE IF NOT EXISTS anon_policies (
 -- a catalog made by an earlier version gains the columns added since
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS column_index INTEGER;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS data_type VARCHAR;
 
 -- Every column the catalog knows, under each name query_table() may be given ('t', 'schema.t',
 -- 'db.schema.t'; lower case), with its place in its table and its type. A name that several tables answer
@@ -58,9 +64,12 @@ QUALIFY dense_rank() OVER (PARTITION BY table_key
 CREATE OR REPLACE VIEW anon_roles AS
 SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
        p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
-       CASE WHEN NOT EXISTS (SELECT 1 FROM anon_catalog_columns c
-                             WHERE c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name))
-                 THEN 'the table has no column ''' || r.column_name || ''''
+       CASE WHEN c.column_name IS NULL THEN 'the table has no column ''' || r.column_name || ''''
+            WHEN r.column_index IS NOT NULL AND (c.column_index <> r.column_index OR c.data_type IS DISTINCT FROM r.data_type)
+                 THEN 'column ''' || r.column_name || ''' is column ' || c.column_index || ' (' || c.data_type || '), declared when it was column '
+                      || r.column_index || ' (' || coalesce(r.data_type, '?') || '): renamed, swapped, retyped or re-created since; '
+                      || 'if the table is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
+                      || anon_sql_literal(r.table_name) || ', then apply the declarations again'
             WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
                  THEN 'column ''' || r.column_name || ''' has ' || count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name))
                       || ' roles'
@@ -70,7 +79,8 @@ SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
             WHEN p.table_name IS NULL THEN 'the table has no policy (anon_policies)'
             WHEN p.undeclared IS NULL OR p.undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
        END AS problem
-FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name);
+FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name)
+     LEFT JOIN anon_catalog_columns c ON c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name);
 
 -- What the declarations of one table amount to, as text: changes when any of them changes.
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
@@ -100,7 +110,8 @@ CREATE OR REPLACE MACRO anon_identity_message(tn, moved, lowered, types) AS
                      THEN 'is column ' || list_position(lowered, lower(d.name)) || ', declared as column ' || d.place
                 ELSE 'is ' || types[d.place] || ', declared as ' || d.type END), '; ')
     || ' (a column renamed, swapped, dropped or retyped, or the table re-created): check the declarations against'
-    || ' the table, then apply them again (duckdb_anon.apply_policies(con))';
+    || ' the table; if it is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
+    || anon_sql_literal(tn) || ', then apply the declarations again';
 
 -- Read-time guard of a compiled release: true, or an error. `declared` lists every declared column as
 -- {name, place, type}, taken from the catalog when the declarations were applied; each must still be the
@@ -185,10 +196,13 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
         END
     FROM parts, released LEFT JOIN policy p ON true);
 
--- The statement that (re)creates anonymized(table_name) from the current declarations: one branch per
--- table with a policy or a declared role. Run its result to apply the declarations.
+-- The statements that apply the current declarations: record the place and type of every declared column
+-- applied for the first time, then (re)create anonymized(table_name), one branch per table with a policy or a
+-- declared role. Run its result to apply the declarations.
 CREATE OR REPLACE MACRO anon_compile_policies() AS (
-    SELECT 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
+    SELECT 'UPDATE anon_column_roles r SET column_index = c.column_index, data_type = c.data_type FROM anon_catalog_columns c '
+           || 'WHERE r.column_index IS NULL AND c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name); '
+           || 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
            || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(tn) || ' THEN ' || anon_sql_literal(anon_policy_sql(tn)), ' ' ORDER BY tn), '')
            || ' ELSE error(''anonymized(): argument ''''table_name'''': no policy applied for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it in '
            || 'anon_column_roles and anon_policies, then run duckdb_anon.apply_policies(con)'') END)'

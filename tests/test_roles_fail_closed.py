@@ -8,6 +8,7 @@ import textwrap
 import duckdb
 import pytest
 
+import duckdb_anon
 from duckdb_anon import roles
 from test_roles import KEY, declare_patients, make_clinic_file, make_patients
 
@@ -184,9 +185,24 @@ def test_renames_that_restore_every_column_and_applied_changes_are_published(cli
     round_trip = ["ALTER TABLE patients RENAME pid TO tmp", "ALTER TABLE patients RENAME tmp TO pid"]
     published = _plain_read(clinic_file, round_trip)["published"]
     assert list(published) == ["pid", "age", "zip", "diagnosis", "visits"] and len(published["pid"]) == 600
-    retyped = _plain_read(clinic_file, ["ALTER TABLE patients ALTER visits TYPE VARCHAR"], then="reapply")["published"]
-    assert sorted(set(retyped["visits"])) == ["0", "1", "2"]  # declared again, on the new type
-    assert not any(value.startswith("Name ") for column in retyped.values() for value in column)
+    retyped = _plain_read(clinic_file, ["ALTER TABLE patients ALTER visits TYPE VARCHAR", CLEAR_RECORDED], then="reapply")
+    assert sorted(set(retyped["published"]["visits"])) == ["0", "1", "2"]  # declared again, on the new type
+    assert not any(value.startswith("Name ") for column in retyped["published"].values() for value in column)
+
+
+CLEAR_RECORDED = "UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = 'patients'"
+
+
+def test_applying_again_does_not_accept_a_swap_until_the_recorded_places_are_cleared(clinic_file):
+    """Every install applies the declarations (the CLI, the dbt plugin, duckdb_anon.connect): each declared
+    column's place and type, recorded when it was first applied, keep a swap refused across applies."""
+    refused = _plain_read(clinic_file, SAME_NAMES_OTHER_COLUMNS["swap_same_type"], then="reapply")["refused"]
+    assert "anonymized(): the declarations of 'patients' are invalid: column" in refused
+    assert "declared when it was column 2 (VARCHAR)" in refused or "declared when it was column 5 (VARCHAR)" in refused
+    duckdb_anon.connect(str(clinic_file)).close()  # installs, so applies again, from Python
+    assert "declared when it was column" in _plain_read(clinic_file, [])["refused"]
+    published = _plain_read(clinic_file, [CLEAR_RECORDED], then="reapply")["published"]  # the user's explicit choice
+    assert list(published) == ["pid", "diagnosis", "age", "zip", "visits"] and len(published["pid"]) == 600  # as it now is
 
 
 @pytest.mark.parametrize("column", ["pid", "full_name", "age", "visits"])  # pseudonymized, dropped, QI, published

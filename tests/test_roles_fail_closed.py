@@ -1,9 +1,11 @@
 """Fail closed: a column nobody declared never reaches a release, when the declarations are applied and on
 every later read (schema drift), from Python and from a plain DuckDB client that never imports the package."""
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -164,9 +166,15 @@ def _plain_read(path, statements, then=""):
     return json.loads(out.stdout)
 
 
+@pytest.fixture(scope="module")
+def clinic_template(tmp_path_factory):
+    return make_clinic_file(tmp_path_factory.mktemp("template") / "clinic.duckdb")
+
+
 @pytest.fixture
-def clinic_file(tmp_path):
-    return make_clinic_file(tmp_path / "clinic.duckdb")
+def clinic_file(clinic_template, tmp_path):
+    """A copy of the clinic database file, its declarations applied, for one test to change."""
+    return Path(shutil.copy(clinic_template, tmp_path / "clinic.duckdb"))
 
 
 @pytest.mark.parametrize("change", sorted(SAME_NAMES_OTHER_COLUMNS))

@@ -60,6 +60,11 @@ QUALIFY dense_rank() OVER (PARTITION BY table_key
                            ORDER BY database_name <> 'temp', database_name <> current_database() OR schema_name <> current_schema(),
                                     database_name, schema_name) = 1;
 
+-- How to accept a table whose declared columns moved or changed type: the one step that does.
+CREATE OR REPLACE MACRO anon_accept_changed_table_hint(tn) AS
+    'if the table is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
+    || anon_sql_literal(tn) || ', then apply the declarations again';
+
 -- Every declaration, with its table's policy and what is wrong with it, if anything.
 CREATE OR REPLACE VIEW anon_roles AS
 SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
@@ -68,8 +73,7 @@ SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
             WHEN r.column_index IS NOT NULL AND (c.column_index <> r.column_index OR c.data_type IS DISTINCT FROM r.data_type)
                  THEN 'column ''' || r.column_name || ''' is column ' || c.column_index || ' (' || c.data_type || '), declared when it was column '
                       || r.column_index || ' (' || coalesce(r.data_type, '?') || '): renamed, swapped, retyped or re-created since; '
-                      || 'if the table is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
-                      || anon_sql_literal(r.table_name) || ', then apply the declarations again'
+                      || anon_accept_changed_table_hint(r.table_name)
             WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
                  THEN 'column ''' || r.column_name || ''' has ' || count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name))
                       || ' roles'
@@ -110,8 +114,7 @@ CREATE OR REPLACE MACRO anon_identity_message(tn, moved, lowered, types) AS
                      THEN 'is column ' || list_position(lowered, lower(d.name)) || ', declared as column ' || d.place
                 ELSE 'is ' || types[d.place] || ', declared as ' || d.type END), '; ')
     || ' (a column renamed, swapped, dropped or retyped, or the table re-created): check the declarations against'
-    || ' the table; if it is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
-    || anon_sql_literal(tn) || ', then apply the declarations again';
+    || ' the table; ' || anon_accept_changed_table_hint(tn);
 
 -- Read-time guard of a compiled release: true, or an error. `declared` lists every declared column as
 -- {name, place, type}, taken from the catalog when the declarations were applied; each must still be the

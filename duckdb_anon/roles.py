@@ -13,6 +13,8 @@ import secrets
 
 import duckdb
 
+from duckdb_anon._install import sql_files
+
 ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive")
 
 
@@ -46,7 +48,8 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
     if existing:
         raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
                                f"{existing[0][1]}; delete that row of anon_column_roles first")
-    con.execute("INSERT INTO anon_column_roles VALUES (?, ?, ?, ?, ?)", [table, column, role, hierarchy, pseudonymize])
+    con.execute("INSERT INTO anon_column_roles (table_name, column_name, role, hierarchy, pseudonymize) VALUES (?, ?, ?, ?, ?)",
+                [table, column, role, hierarchy, pseudonymize])
 
 
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,
@@ -77,16 +80,29 @@ def apply_policies(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def new_pseudonym_key() -> str:
-    """A fresh 256-bit pseudonym key (64 hexadecimal digits) from the operating system's secure generator."""
-    return secrets.token_hex(32)
+    """A fresh pseudonym key: 256 bits from the operating system's secure generator, in the self-checking
+    format the SQL macro anon_key_format() writes ('anon-key-v1-', 64 hex digits, '-', an 8-digit checksum).
+
+    The format comes from the SQL file that checks it (one definition), run in a throwaway in-memory
+    database. A random part that the sanity checks of anon_key_problem() would call not random (about one
+    draw in 10^12) is drawn again, so every key returned is accepted."""
+    keys_sql = next(path for path in sql_files() if path.name.endswith("_pseudonym_keys.sql"))
+    with duckdb.connect() as con:
+        con.execute(keys_sql.read_text(encoding="utf-8"))
+        while True:
+            key, problem = con.execute("SELECT key, anon_key_problem(key) FROM (SELECT anon_key_format(?) AS key)",
+                                       [secrets.token_hex(32)]).fetchall()[0]
+            if problem is None:
+                return key
 
 
 def set_pseudonym_key(con: duckdb.DuckDBPyConnection, key_name: str, key: str) -> None:
     """Put the pseudonym key in this session only (a session variable; never written to the file).
 
-    Keys under 128 bits are refused (the rule is the SQL macro anon_key_problem's: 32 or more hexadecimal
-    digits, or 22 or more base64 characters, with at least 10 different characters). Pseudonyms protect only
-    while the key stays secret: anyone holding it can recompute the pseudonym of every candidate id."""
+    Only keys made by :func:`new_pseudonym_key` (or ``duckdb-anon new-key``) are accepted: the rule is the
+    SQL macro anon_key_problem's (the generator's format, its checksum, a random part that looks random), so
+    a typed or guessed key is refused. Pseudonyms protect only while the key stays secret: anyone holding
+    it can recompute the pseudonym of every candidate id."""
     if not isinstance(key_name, str) or not key_name.replace("_", "").isalnum():
         raise DeclarationError("set_pseudonym_key(): argument 'key_name' must be letters, digits and _")
     if not isinstance(key, str):

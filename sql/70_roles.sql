@@ -11,7 +11,12 @@
 -- Fail closed: a branch selects the declared columns by name (identifiers dropped or pseudonymized), so a
 -- column added to the table later never reaches the release. A table with a column nobody declared is
 -- refused when the declarations are applied, and again on every read (a look at the table's binding, no
--- scan), unless its policy says undeclared = 'drop'.
+-- scan), unless its policy says undeclared = 'drop'. A name is only a name: swap two, or drop one and rename
+-- another into it, and the same names hold other columns. So the first apply of a declaration records its
+-- column's place and type in anon_column_roles; later applies refuse a table whose declared names moved or
+-- changed type (anon_roles' problem), and every branch carries the places and types and refuses every read
+-- where a declared name is not at its place with its type (anon_columns_declared). Only the user accepts a
+-- changed table, by clearing what was recorded.
 
 -- The catalog: plain tables the user INSERTs into (install never drops or rewrites them).
 CREATE TABLE IF NOT EXISTS anon_column_roles (
@@ -20,6 +25,8 @@ CREATE TABLE IF NOT EXISTS anon_column_roles (
     role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
     hierarchy    VARCHAR,           -- quasi_identifier only: the hierarchy table generalizing it
     pseudonymize BOOLEAN NOT NULL DEFAULT false,  -- identifier only: keyed pseudonym instead of dropping it
+    column_index INTEGER,           -- the column's place and type when the declaration was first applied (left
+    data_type    VARCHAR,           -- NULL by the user; filled by the apply): later applies and reads hold to them
     PRIMARY KEY (table_name, column_name));
 
 CREATE TABLE IF NOT EXISTS anon_policies (
@@ -36,50 +43,37 @@ CREATE TABLE IF NOT EXISTS anon_policies (
 -- a catalog made by an earlier version gains the columns added since
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
-
--- What is wrong with a pseudonym key, or NULL for a key of 128 bits or more: at least 32 hexadecimal digits,
--- or at least 22 characters of the base64 / base64url alphabet that are not all hexadecimal digits, with
--- at least 10 different characters (a repeated pattern is no random key).
-CREATE OR REPLACE MACRO anon_key_problem(key) AS
-    CASE WHEN key IS NULL THEN 'is not set'
-         WHEN regexp_full_match(key, '[0-9A-Fa-f]*') AND length(key) < 32
-              THEN 'is too short: ' || length(key) || ' hexadecimal digits, 32 or more needed (128 bits)'
-         WHEN NOT regexp_full_match(key, '[A-Za-z0-9+/_=-]{22,}')
-              THEN 'is too weak: use 32 or more hexadecimal digits or 22 or more base64 characters (128 bits) from '
-                   || 'a secure generator, such as duckdb_anon.new_pseudonym_key() or duckdb-anon new-key'
-         WHEN len(list_distinct(string_split(key, ''))) < 10 THEN 'has fewer than 10 different characters: not a random key'
-    END;
-
--- Keyed pseudonym (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 32 hex digits.
--- The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name> = '...', so it is never
--- written to the database file; a weak key is refused. Same key and value give the same pseudonym in every
--- table.
-CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
-    CASE WHEN value IS NULL THEN NULL
-         WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
-         THEN error('anonymized(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
-                    || ' = ''<secret>'' (or duckdb_anon.set_pseudonym_key) first')
-         WHEN anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR) IS NOT NULL
-         THEN error('anonymized(): the pseudonym key duckdb_anon_key_' || key_name || ' '
-                    || anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR))
-         ELSE left(sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR
-                          || sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR || value::VARCHAR)), 32) END;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS column_index INTEGER;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS data_type VARCHAR;
 
 -- Every column the catalog knows, under each name query_table() may be given ('t', 'schema.t',
--- 'db.schema.t'; lower case), with its place in its table.
+-- 'db.schema.t'; lower case), with its place in its table and its type. A name that several tables answer
+-- to ('patients' in two schemas) keeps the one query_table() reads: a temporary table first, then the
+-- current database and schema's.
 CREATE OR REPLACE VIEW anon_catalog_columns AS
-SELECT unnest([lower(table_name), lower(schema_name || '.' || table_name),
-               lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_key,
-       column_name, column_index
-FROM duckdb_columns();
+SELECT table_key, column_name, column_index, data_type
+FROM (SELECT unnest([lower(table_name), lower(schema_name || '.' || table_name),
+                     lower(database_name || '.' || schema_name || '.' || table_name)]) AS table_key,
+             database_name, schema_name, column_name, column_index, data_type
+      FROM duckdb_columns())
+QUALIFY dense_rank() OVER (PARTITION BY table_key
+                           ORDER BY database_name <> 'temp', database_name <> current_database() OR schema_name <> current_schema(),
+                                    database_name, schema_name) = 1;
+
+-- How to accept a table whose declared columns moved or changed type: the one step that does.
+CREATE OR REPLACE MACRO anon_accept_changed_table_hint(tn) AS
+    'if the table is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
+    || anon_sql_literal(tn) || ', then apply the declarations again';
 
 -- Every declaration, with its table's policy and what is wrong with it, if anything.
 CREATE OR REPLACE VIEW anon_roles AS
 SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
        p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
-       CASE WHEN NOT EXISTS (SELECT 1 FROM anon_catalog_columns c
-                             WHERE c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name))
-                 THEN 'the table has no column ''' || r.column_name || ''''
+       CASE WHEN c.column_name IS NULL THEN 'the table has no column ''' || r.column_name || ''''
+            WHEN r.column_index IS NOT NULL AND (c.column_index <> r.column_index OR c.data_type IS DISTINCT FROM r.data_type)
+                 THEN 'column ''' || r.column_name || ''' is column ' || c.column_index || ' (' || c.data_type || '), declared when it was column '
+                      || r.column_index || ' (' || coalesce(r.data_type, '?') || '): renamed, swapped, retyped or re-created since; '
+                      || anon_accept_changed_table_hint(r.table_name)
             WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
                  THEN 'column ''' || r.column_name || ''' has ' || count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name))
                       || ' roles'
@@ -89,7 +83,8 @@ SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
             WHEN p.table_name IS NULL THEN 'the table has no policy (anon_policies)'
             WHEN p.undeclared IS NULL OR p.undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
        END AS problem
-FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name);
+FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name)
+     LEFT JOIN anon_catalog_columns c ON c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name);
 
 -- What the declarations of one table amount to, as text: changes when any of them changes.
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
@@ -109,13 +104,36 @@ CREATE OR REPLACE MACRO anon_undeclared_message(tn, columns) AS
     || ' (declare each in anon_column_roles, as insensitive to publish it unchanged, then apply the declarations;'
     || ' or set the policy''s undeclared to ''drop'')';
 
--- Read-time guard of a compiled release: true, or an error naming every column of the table that is not in
--- `declared` (lower-case names), unless `undeclared` is 'drop'. The columns come from the table's binding.
+-- The error for declared columns that are no longer where, or what, they were when the declarations were
+-- applied (`moved`: their declarations; `lowered`, `types`: the table's column names and types now, in order).
+CREATE OR REPLACE MACRO anon_identity_message(tn, moved, lowered, types) AS
+    'anonymized(): table ''' || tn || ''' no longer has the columns its declarations were applied to: '
+    || array_to_string(list_transform(moved, lambda d: '''' || d.name || ''' ' ||
+           CASE WHEN NOT list_contains(lowered, lower(d.name)) THEN 'is gone (declared as column ' || d.place || ')'
+                WHEN list_position(lowered, lower(d.name)) <> d.place
+                     THEN 'is column ' || list_position(lowered, lower(d.name)) || ', declared as column ' || d.place
+                ELSE 'is ' || types[d.place] || ', declared as ' || d.type END), '; ')
+    || ' (a column renamed, swapped, dropped or retyped, or the table re-created): check the declarations against'
+    || ' the table; ' || anon_accept_changed_table_hint(tn);
+
+-- Read-time guard of a compiled release: true, or an error. `declared` lists every declared column as
+-- {name, place, type}, taken from the catalog when the declarations were applied; each must still be the
+-- column at that place, with that name (in any case) and type: a rename, swap, drop, type change or
+-- re-created table moves a name or changes a type, and is refused naming the columns. Then every column of
+-- the table not in `declared` is refused, unless `undeclared` is 'drop'. The columns come from the table's
+-- binding (names and types, no scan), so the check sees exactly what query_table() reads.
 CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
-    SELECT CASE WHEN undeclared = 'drop' OR len(extra) = 0 THEN true ELSE error(anon_undeclared_message(tn, extra)) END
-    FROM (SELECT list_filter(names, lambda c: NOT list_contains(declared, lower(c))) AS extra
-          FROM (SELECT struct_keys(struct_pack(*COLUMNS(* EXCLUDE (__anon_one)))) AS names
-                FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)));
+    SELECT CASE WHEN len(moved) > 0 THEN error(anon_identity_message(tn, moved, lowered, types))
+                WHEN undeclared = 'drop' OR len(extra) = 0 THEN true
+                ELSE error(anon_undeclared_message(tn, extra)) END
+    FROM (SELECT list_filter(declared, lambda d: lowered[d.place] IS DISTINCT FROM lower(d.name)
+                                                 OR types[d.place] IS DISTINCT FROM d.type) AS moved,
+                 list_filter(names, lambda c: NOT list_contains(list_transform(declared, lambda d: lower(d.name)), lower(c))) AS extra,
+                 lowered, types
+          FROM (SELECT names, list_transform(names, lambda n: lower(n)) AS lowered, types
+                FROM (SELECT struct_keys(struct_pack(*COLUMNS(*))) AS names, list_value(*COLUMNS(*)) AS types
+                      FROM (SELECT typeof(COLUMNS(* EXCLUDE (__anon_one)))
+                            FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)))));
 
 -- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
@@ -128,22 +146,29 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
         WHERE r.table_name = tn),
     policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
     table_columns AS (  -- the table's columns with their declarations, if any
-        SELECT c.column_name, min(c.column_index) AS place, any_value(r.role) AS role, any_value(r.pseudonymize) AS pseudonymize
+        SELECT c.column_name, min(c.column_index) AS place, any_value(c.data_type) AS type, any_value(r.role) AS role,
+               any_value(r.pseudonymize) AS pseudonymize
         FROM anon_catalog_columns c LEFT JOIN roles r ON lower(r.column_name) = lower(c.column_name)
         WHERE c.table_key = lower(tn) GROUP BY c.column_name),
     parts AS (
         SELECT list(column_name ORDER BY column_name) FILTER (WHERE role = 'quasi_identifier') AS qis,
                list(column_name ORDER BY column_name) FILTER (WHERE role = 'sensitive') AS sensitive,
                list({'qi': column_name, 'h': hierarchy} ORDER BY column_name) FILTER (WHERE hierarchy IS NOT NULL) AS hierarchies,
-               list(lower(column_name) ORDER BY column_name) AS declared,
                min(problem) AS problem
         FROM roles),
     released AS (
-        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier(column_name) || ', '
-                                               || anon_sql_literal((SELECT key_name FROM policy)) || ') AS ' || anon_sql_identifier(column_name)
-                         ELSE anon_sql_identifier(column_name) END ORDER BY place)
+        -- qualified by an alias naming the release, so that a column gone from the table fails to bind with
+        -- DuckDB's 'Values list "anonymized('t')" does not have a column named "c"'
+        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier('anonymized(''' || tn || ''')') || '.'
+                                               || anon_sql_identifier(column_name) || ', ' || anon_sql_literal((SELECT key_name FROM policy))
+                                               || ') AS ' || anon_sql_identifier(column_name)
+                         ELSE anon_sql_identifier('anonymized(''' || tn || ''')') || '.' || anon_sql_identifier(column_name) END
+                    ORDER BY place)
                    FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive') OR pseudonymize) AS select_list,
-               list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared
+               list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared,
+               '[' || array_to_string(list('{''name'': ' || anon_sql_literal(column_name) || ', ''place'': ' || place
+                                           || ', ''type'': ' || anon_sql_literal(type) || '}' ORDER BY place)
+                                      FILTER (WHERE role IS NOT NULL), ', ') || ']' AS declared  -- what each declared column is now
         FROM table_columns)
     SELECT CASE
         WHEN (SELECT count(*) FROM policy) = 0
@@ -168,16 +193,19 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                           || coalesce(', l := ' || p.l::VARCHAR, '') || ', l_kind := ' || anon_sql_literal(p.l_kind)
                           || ', c := ' || p.c::VARCHAR || coalesce(', t := ' || p.t::VARCHAR, '') END
              || CASE WHEN coalesce(p.max_suppression, 0) > 0 THEN ', max_suppression := ' || p.max_suppression::VARCHAR ELSE '' END
-             || ') WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
+             || ') AS ' || anon_sql_identifier('anonymized(''' || tn || ''')') || ' WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
              || anon_sql_literal(anon_policy_fingerprint(tn)) || ') AND anon_columns_declared(' || anon_sql_literal(tn) || ', '
-             || anon_sql_list(parts.declared) || ', ' || anon_sql_literal(p.undeclared) || ')'
+             || released.declared || ', ' || anon_sql_literal(p.undeclared) || ')'
         END
     FROM parts, released LEFT JOIN policy p ON true);
 
--- The statement that (re)creates anonymized(table_name) from the current declarations: one branch per
--- table with a policy or a declared role. Run its result to apply the declarations.
+-- The statements that apply the current declarations: record the place and type of every declared column
+-- applied for the first time, then (re)create anonymized(table_name), one branch per table with a policy or a
+-- declared role. Run its result to apply the declarations.
 CREATE OR REPLACE MACRO anon_compile_policies() AS (
-    SELECT 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
+    SELECT 'UPDATE anon_column_roles r SET column_index = c.column_index, data_type = c.data_type FROM anon_catalog_columns c '
+           || 'WHERE r.column_index IS NULL AND c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name); '
+           || 'CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
            || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(tn) || ' THEN ' || anon_sql_literal(anon_policy_sql(tn)), ' ' ORDER BY tn), '')
            || ' ELSE error(''anonymized(): argument ''''table_name'''': no policy applied for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it in '
            || 'anon_column_roles and anon_policies, then run duckdb_anon.apply_policies(con)'') END)'

@@ -127,7 +127,7 @@ def test_publish_freezes_the_release_and_prints_its_record(clinic):
     (["{db}", "patients", "r1"], ["TABLE", "DUCKDB_ANON_KEY_CLINIC"], None),
     (["{db}", "patients", "r1"], ["DUCKDB_ANON_KEY_CLINIC", "key"], "short"),
     (["{db}", "undeclared", "r1"], ["TABLE", "no policy"], None),
-    (["{db}", "patients", "patients"], ["NAME", "exists"], "k" * 8 + "0123456789abcdef0123456789abcdef"),
+    (["{db}", "patients", "patients"], ["NAME", "exists"], duckdb_anon.new_pseudonym_key()),
     (["{folder}/missing.duckdb", "patients", "r1"], ["DATABASE", "does not exist"], None),
 ])
 def test_publish_bad_input_exits_2_and_leaves_nothing(clinic, args, names, key):
@@ -158,7 +158,7 @@ def test_new_key_prints_a_256_bit_key_that_the_key_rule_accepts():
     import duckdb_anon
     keys = [subprocess.run([sys.executable, "-m", "duckdb_anon.cli", "new-key"], capture_output=True, text=True,
                            timeout=120).stdout.strip() for _ in range(2)]
-    assert keys[0] != keys[1] and all(len(k) == 64 and int(k, 16) >= 0 for k in keys)
+    assert keys[0] != keys[1] and all(k.startswith("anon-key-v1-") and len(k) == 85 and int(k[12:76], 16) >= 0 for k in keys)
     con = duckdb_anon.connect()
     assert con.execute("SELECT anon_key_problem(?)", [keys[0]]).fetchall() == [(None,)]
     con.close()

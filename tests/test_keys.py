@@ -1,5 +1,6 @@
-"""Pseudonym keys: under 128 bits refused on both paths (the Python helper and the session variable read by
-SQL), a 256-bit key from new_pseudonym_key() works, and pseudonyms match an independent computation."""
+"""Pseudonym keys: only keys in the generator's self-checking format are accepted, on both paths (the Python
+helper and the session variable read by SQL at every read); typed, guessed or mistyped keys are refused;
+keys from new_pseudonym_key() work and pseudonyms match an independent computation."""
 import hashlib
 import string
 
@@ -11,9 +12,25 @@ import duckdb_anon
 from duckdb_anon import roles
 from test_roles import declare_patients, make_patients
 
-WEAK = ["", "x", "password", "passwordpasswordpassword", "a" * 64, "0123456789abcdef0123456789abcde",  # 31 hex digits
-        "correct horse battery staple", "abababababababababababab"]
-STRONG = ["0123456789abcdef0123456789abcdef", "Zq3xW8pLm2Rt6Yv9Bn4Kd7", "A1b2C3d4E5f6G7h8I9j0Kk=="]
+
+def with_checksum(random_part):
+    """A key around `random_part`, its checksum computed here with hashlib (not by the package)."""
+    return f"anon-key-v1-{random_part}-{hashlib.sha256(('anon-key-v1-' + random_part).encode()).hexdigest()[:8]}"
+
+
+def one_changed(key, at):
+    return key[:at] + ("0" if key[at] != "0" else "1") + key[at + 1:]
+
+
+FRESH = duckdb_anon.new_pseudonym_key()
+GUESSABLE = {"32 hex digits": "0123456789abcdef0123456789abcdef", "22 letters": "abcdefghijklmnopqrstuv",
+             "a keyboard row": "1234567890qwertyuiopas"}
+WEAK = {**GUESSABLE, "empty": "", "one letter": "x", "password": "password", "64 times a": "a" * 64,
+        "a passphrase": "correct horse battery staple",
+        "truncated": FRESH[:-1], "upper case": FRESH.upper(), "random part alone": FRESH[12:], "padded": " " + FRESH,
+        "typo in the random part": one_changed(FRESH, 30), "typo in the checksum": one_changed(FRESH, 80),
+        "checksum around 64 times a": with_checksum("a" * 64),  # valid checksums, nothing random
+        "checksum around a counted pattern": with_checksum("0123456789abcdef" * 4)}
 
 
 @pytest.fixture(scope="module")
@@ -24,31 +41,34 @@ def declared(module_con):
     return module_con
 
 
-@pytest.mark.parametrize("key", WEAK)
-def test_weak_keys_are_refused_by_the_helper(module_con, key):
-    with pytest.raises(roles.DeclarationError, match=r"set_pseudonym_key\(\): argument 'key'"):
+@pytest.mark.parametrize("key", list(WEAK.values()), ids=list(WEAK))
+def test_guessable_and_mistyped_keys_are_refused_by_the_helper(module_con, key):
+    with pytest.raises(roles.DeclarationError, match=r"set_pseudonym_key\(\): argument 'key' .*new_pseudonym_key\(\)"):
         roles.set_pseudonym_key(module_con, "clinic", key)
 
 
-@pytest.mark.parametrize("key", WEAK)
-def test_weak_keys_set_in_sql_are_refused_when_the_release_is_read(declared, key):
+@pytest.mark.parametrize("key", list(WEAK.values()), ids=list(WEAK))
+def test_guessable_keys_set_in_sql_are_refused_when_the_release_is_read(declared, key):
     con = declared
     con.execute("SET VARIABLE duckdb_anon_key_clinic = ?", [key])
-    with pytest.raises(duckdb.Error, match=r"anonymized\(\): the pseudonym key duckdb_anon_key_clinic"):
+    with pytest.raises(duckdb.Error, match=r"anonymized\(\): the pseudonym key duckdb_anon_key_clinic .*new-key"):
         con.execute("SELECT * FROM anonymized('patients')").fetchall()
 
 
-@pytest.mark.parametrize("key", STRONG)
-def test_keys_of_128_bits_are_accepted(module_con, key):
-    con = module_con
-    roles.set_pseudonym_key(con, "clinic", key)
-    assert con.execute("SELECT anon_key_problem(getvariable('duckdb_anon_key_clinic'))").fetchall() == [(None,)]
+def test_a_generated_key_is_accepted_and_one_changed_character_anywhere_is_refused(module_con):
+    key = duckdb_anon.new_pseudonym_key()
+    roles.set_pseudonym_key(module_con, "clinic", key)
+    assert module_con.execute("SELECT getvariable('duckdb_anon_key_clinic')").fetchall() == [(key,)]
+    changed = [one_changed(key, at) for at in range(len(key))]
+    problems = module_con.execute("SELECT list(anon_key_problem(k)) FROM unnest(?) t(k)", [changed]).fetchall()[0][0]
+    assert all(p is not None for p in problems)
 
 
 def test_a_new_256_bit_key_works_and_matches_an_independent_hmac_style_computation(con):
     key = duckdb_anon.new_pseudonym_key()
-    assert len(key) == 64 and all(c in string.hexdigits for c in key)
-    assert duckdb_anon.new_pseudonym_key() != key
+    random_part = key[len("anon-key-v1-"):-9]
+    assert len(random_part) == 64 and all(c in string.hexdigits for c in random_part)
+    assert key == with_checksum(random_part) and duckdb_anon.new_pseudonym_key() != key
     make_patients(con, n=50)
     declare_patients(con, k=5)
     roles.set_pseudonym_key(con, "clinic", key)
@@ -59,12 +79,12 @@ def test_a_new_256_bit_key_works_and_matches_an_independent_hmac_style_computati
 
 
 @settings(max_examples=200, deadline=None)
-@given(key=st.text(alphabet=string.ascii_letters + string.digits + "+/_=- !", max_size=40)
-       | st.text(alphabet="0123456789abcdefABCDEF", min_size=20, max_size=40))
-def test_the_rule_as_documented(module_con, key):
-    """Accepted exactly when: 32+ hex digits, or 22+ base64 characters not all hex; 10+ different characters."""
+@given(random_part=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+       | st.lists(st.sampled_from("0123456789abcdef"[:12]), min_size=4, max_size=8).map(lambda block: ("".join(block) * 16)[:64]),
+       checksum_ok=st.booleans())
+def test_the_rule_as_documented(module_con, random_part, checksum_ok):
+    """Accepted exactly when: the format, the checksum, 10+ different hex digits, 32+ different adjacent pairs."""
+    key = with_checksum(random_part) if checksum_ok else one_changed(with_checksum(random_part), 80)
     problem = module_con.execute("SELECT anon_key_problem(?)", [key]).fetchall()[0][0]
-    base64_alphabet = set(string.ascii_letters + string.digits + "+/_=-")
-    all_hex = all(c in string.hexdigits for c in key)
-    long_enough = len(key) >= 32 if all_hex else (len(key) >= 22 and set(key) <= base64_alphabet)
-    assert (problem is None) == (long_enough and len(set(key)) >= 10)
+    looks_random = len(set(random_part)) >= 10 and len({random_part[i:i + 2] for i in range(63)}) >= 32
+    assert (problem is None) == (checksum_ok and looks_random)

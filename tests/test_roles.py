@@ -12,8 +12,8 @@ import duckdb_anon
 from duckdb_anon import roles
 from independent import class_sizes, row_keys
 
-KEY = "9f1c2b7e4d8a6035c1e2f3a4b5968778"  # 128 bits, as a test constant
-OTHER_KEY = "Zq3xW8pLm2Rt6Yv9Bn4Kd7Hs1Jf5Gc0E"
+KEY = "anon-key-v1-d1e3b8fcffdc570476ff28016409a6c3a16316fcf5514944ea1fca4ae69f9ffe-8a5de635"  # from new_pseudonym_key()
+OTHER_KEY = "anon-key-v1-4bfebaebae2ae7d41f0db5286657b71c7f947fd1d593bf2874278bb952b743eb-d9dfd02e"
 
 
 def make_patients(con, name="patients", n=600):
@@ -31,6 +31,16 @@ def declare_patients(con, name="patients", k=10, **policy):
     roles.declare_role(con, name, "visits", "insensitive")
     roles.set_policy(con, name, k, key_name="clinic", **policy)
     roles.apply_policies(con)
+
+
+def make_clinic_file(path):
+    """A database file at `path` holding patients, its declarations applied, and the live view patients_anon."""
+    con = duckdb_anon.connect(str(path))
+    make_patients(con)
+    declare_patients(con)
+    roles.create_anonymized_view(con, "patients", "patients_anon")
+    con.close()
+    return path
 
 
 def expected_pseudonym(key, value):
@@ -78,11 +88,8 @@ def test_pseudonyms_are_stable_across_tables_and_change_with_the_key(con):
 
 
 def test_views_work_from_a_plain_duckdb_client_after_reopening(tmp_path):
-    path = tmp_path / "clinic.duckdb"
-    con = duckdb_anon.connect(str(path))
-    make_patients(con)
-    declare_patients(con)
-    roles.create_anonymized_view(con, "patients", "patients_anon")
+    path = make_clinic_file(tmp_path / "clinic.duckdb")
+    con = duckdb.connect(str(path))
     con.execute("CREATE VIEW patients_k5 AS SELECT * FROM mondrian('patients', ['age', 'zip'], 5)")
     con.close()
     script = textwrap.dedent(f"""

@@ -117,7 +117,7 @@ def new_key(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("new-key", help="print a new 256-bit pseudonym key (64 hexadecimal digits)",
+    p = sub.add_parser("new-key", help="print a new 256-bit pseudonym key (anon-key-v1-..., self-checking)",
                        description="Print a new pseudonym key from the operating system's secure generator. Keep it "
                                    "secret, out of the database file; whoever holds it can reverse the pseudonyms.")
     p.set_defaults(func=new_key)

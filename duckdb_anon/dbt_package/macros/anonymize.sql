@@ -36,7 +36,7 @@
     {%- endfor -%}
 SELECT COLUMNS(lambda c: list_contains(list_transform({{ duckdb_anon.sql_list(published) }}, lambda p: lower(p)), lower(c)))
 FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
-    {%- if hierarchies %}, hierarchies := MAP { {%- for qi, table in hierarchies.items() %}{{ duckdb_anon.sql_literal(qi) }}: {{ duckdb_anon.sql_literal(table) }}{{ ", " if not loop.last }}{% endfor -%} }{% endif %}
+    {%- if hierarchies %}, hierarchies := {{ duckdb_anon.sql_map(hierarchies) }}{% endif %}
     {%- if sensitive is not none %}, sensitive := {{ duckdb_anon.sql_literal(sensitive) }}, l_kind := {{ duckdb_anon.sql_literal(l_kind) }}, c := {{ c }}
         {%- if l is not none %}, l := {{ l }}{% endif %}
         {%- if t is not none %}, t := {{ t }}{% endif %}

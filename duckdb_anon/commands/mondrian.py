@@ -131,6 +131,8 @@ def mondrian(args: argparse.Namespace) -> int:
             qis = match_columns(columns, column_list("--qi", args.qi), "--qi", where)
             sensitive = match_columns(columns, [args.sensitive], "--sensitive", where)[0] if args.sensitive else None
             hierarchies, _ = load_hierarchies(con, args.hierarchy, qis)
+            if args.keep is None and args.drop is None:
+                progress.step("looking for identifier columns (suggest_roles)")
             keep = _kept(con, args, source, columns, qis, where)
             progress.step(f"anonymizing into {target}")
             params = [source, qis, args.k, args.mode, args.output_shape, args.categorical_order, args.split_rule,

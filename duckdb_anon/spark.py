@@ -136,7 +136,7 @@ def published_columns(columns: list[str], qis, keep) -> list[str] | None:
 
     con = connect()
     try:
-        keep = list(keep) if isinstance(keep, (list, tuple)) else keep
+        keep = list(keep) if isinstance(keep, tuple) else keep
         return con.execute("SELECT anon_published_columns(?, ?, ?, ?)", [FN, list(columns), list(qis), keep]).fetchall()[0][0]
     except duckdb.Error as exc:
         raise ValueError(str(exc).split("Error: ", 1)[-1]) from None

@@ -96,7 +96,8 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
         raise ValueError(f"mondrian(): argument 'medians' must be 'running', 'quantile' or None, got {medians!r}")
     engine = DuckDBEngine(con, table_name)
     published = con.execute("SELECT anon_published_columns('mondrian', ?, ?, ?)",
-                            [[column.name for column in engine.columns()], list(qis), keep]).fetchall()[0][0]
+                            [[column.name for column in engine.columns()], list(qis),
+                             list(keep) if isinstance(keep, tuple) else keep]).fetchall()[0][0]
     names = Names()
     parts = into.split(".")  # [catalog.][schema.]table, each part quoted as it stands
     if not 1 <= len(parts) <= 3 or not all(parts):

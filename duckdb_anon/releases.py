@@ -119,11 +119,18 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
 
 
 def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis: list[str], k: int, *,
-                     replace: bool = False, id_column: str | None = None, **options) -> dict:
-    """Freeze ``mondrian(table, qis, k, **options)`` into table `name` and record it in ``anon_releases``;
-    returns the recorded row. Every non-QI column passes through as mondrian() passes it: declare roles
-    and use :func:`publish_release` to drop identifiers. With `id_column`, NCP is measured."""
+                     replace: bool = False, id_column: str | None = None, keep: list[str] | None = None,
+                     **options) -> dict:
+    """Freeze ``mondrian(table, qis, k, keep := keep, **options)`` into table `name` and record it in
+    ``anon_releases``; returns the recorded row. `keep` lists the non-QI columns to publish (mondrian()'s
+    rule); without it every column passes through, identifiers included. With `id_column` (which `keep`
+    must then list), NCP is measured."""
     fn = "publish_mondrian"
+    if keep is not None:
+        if id_column is not None and isinstance(keep, (list, tuple)) and id_column.lower() not in {str(c).lower() for c in keep}:
+            raise DeclarationError(f"{fn}(): argument 'id_column': {id_column!r} is not published; NCP matches rows "
+                                   "on it, so list it in keep")
+        options["keep"] = list(keep) if isinstance(keep, (list, tuple)) else keep
     if not isinstance(table, str) or not table:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):

@@ -126,13 +126,32 @@ def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_ord
         raise ValueError(f"{FN}(): argument 'row_order' must be a list of column names")
 
 
+def published_columns(columns: list[str], qis, keep) -> list[str] | None:
+    """The columns the release publishes (None: all): mondrian()'s `keep` rule, the SQL macro
+    anon_published_columns, evaluated by an in-memory DuckDB so that Spark follows the same definition."""
+    if keep is None:
+        return None
+    import duckdb
+    from duckdb_anon import connect
+
+    con = connect()
+    try:
+        keep = list(keep) if isinstance(keep, tuple) else keep
+        return con.execute("SELECT anon_published_columns(?, ?, ?, ?)", [FN, list(columns), list(qis), keep]).fetchall()[0][0]
+    except duckdb.Error as exc:
+        raise ValueError(str(exc).split("Error: ", 1)[-1]) from None
+    finally:
+        con.close()
+
+
 def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text",
              categorical_order: str = "appearance", split_rule: str = "actual", row_order=None,
-             work_dir: str | None = None, into: str | None = None):
+             work_dir: str | None = None, into: str | None = None, keep=None):
     """The Mondrian release of a Spark table (its name) or DataFrame, as a DataFrame.
 
     Same arguments and release as SQL ``mondrian()`` on DuckDB (see the module's docstring for what is
-    supported); `row_order` lists columns that order the rows (see Determinism). Each level is written
+    supported); `row_order` lists columns that order the rows (see Determinism); `keep` lists the non-QI
+    columns to publish, as mondrian()'s `keep` (None: every column). Each level is written
     as Parquet under `work_dir` (default: a temporary folder on the driver, which serves ``local[*]``;
     on a cluster give a folder every executor can reach, e.g. on HDFS or S3); the folder is deleted at
     the end. The release is written there as well and returned read back, unless `into` names a Parquet
@@ -148,6 +167,7 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     missing = [c for c in (row_order or []) if c.lower() not in {x.lower() for x in columns}]
     if missing:
         raise ValueError(f"{FN}(): argument 'row_order': the table has no column {missing[0]!r}")
+    published = published_columns(columns, qis, keep)
     kinds = {column.name.lower(): column.kind for column in map(spark_column, frame.schema.fields)}
     reads_order = mode == "relaxed" or (categorical_order == "appearance"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
@@ -168,7 +188,7 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     engine = SparkEngine(spark, numbered, view, work_dir)
     target = into or f"{tempfile.mkdtemp(prefix='duckdb_anon_release_')}/release"
     try:
-        sql = run(engine, FN, list(qis), k, mode, output, categorical_order, split_rule, names)
+        sql = run(engine, FN, list(qis), k, mode, output, categorical_order, split_rule, names, published=published)
         engine.begin("release")
         spark.sql(sql).write.mode("errorifexists").parquet(target)
     finally:

@@ -18,6 +18,12 @@ CREATE OR REPLACE MACRO anon_numeric_key(x) AS
 -- A SQL string literal that cannot escape its quotes (DuckDB strings have no backslash escapes).
 CREATE OR REPLACE MACRO anon_sql_literal(s) AS '''' || replace(s::VARCHAR, '''', '''''') || '''';
 
+-- Text made safe for a `--` comment of generated SQL: every control character and Unicode line break
+-- (where a comment could end and the rest of the text run as SQL) becomes a space. Names shown in a comment
+-- go through it, so a table called "t<newline>DROP TABLE x" stays inside the comment.
+CREATE OR REPLACE MACRO anon_sql_comment(s) AS
+    regexp_replace(s::VARCHAR, '[\x00-\x1f\x7f\x{85}\x{2028}\x{2029}]', ' ', 'g');
+
 CREATE OR REPLACE MACRO anon_sql_list(items) AS
     '[' || array_to_string(list_transform(items, lambda s: anon_sql_literal(s)), ', ') || ']';
 

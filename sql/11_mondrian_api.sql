@@ -90,16 +90,58 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
     || anon_model_literal(fn, try_cast(qis AS VARCHAR[]), mode, sensitive, l, l_kind, c, t, max_suppression)
     || ')';
 
+-- `keep`: the non-QI columns a release publishes besides the QIs (which are always published, generalized).
+-- NULL publishes every column of the table. The rule lives here once: mondrian() applies it in SQL, the level
+-- driver and Spark (duckdb_anon.levels, duckdb_anon.spark) call anon_published_columns with their columns.
+
+-- The checked keep list, lower-cased (NULL when keep is NULL): an error naming fn and 'keep' when it is not
+-- a list of names, holds NULL, a reserved name or a name twice, or names a QI.
+CREATE OR REPLACE MACRO anon_keep_list(fn, qis, keep) AS
+    CASE WHEN keep IS NULL THEN NULL
+         WHEN typeof(keep) NOT IN ('VARCHAR[]', '"NULL"[]')
+              THEN error(fn || '(): argument ''keep'' must be a list of column names, e.g. [''diagnosis''], got ' || keep::VARCHAR)
+         WHEN list_bool_or(list_transform(try_cast(keep AS VARCHAR[]), lambda c: c IS NULL OR starts_with(lower(c), '__anon_')))
+              THEN error(fn || '(): argument ''keep'' holds NULL or a reserved __anon_ name')
+         WHEN len(list_distinct(list_transform(try_cast(keep AS VARCHAR[]), lambda c: lower(c)))) < len(try_cast(keep AS VARCHAR[]))
+              THEN error(fn || '(): argument ''keep'' lists a column twice')
+         WHEN len(list_filter(try_cast(keep AS VARCHAR[]), lambda c: anon_is_qi(try_cast(qis AS VARCHAR[]), c))) > 0
+              THEN error(fn || '(): argument ''keep'' names '''
+                         || list_filter(try_cast(keep AS VARCHAR[]), lambda c: anon_is_qi(try_cast(qis AS VARCHAR[]), c))[1]
+                         || ''', a QI: QIs are always published, generalized; keep lists the other columns to publish')
+         ELSE list_transform(try_cast(keep AS VARCHAR[]), lambda c: lower(c)) END;
+
+-- The columns a release of a table with columns `columns` publishes, in the table's order: the QIs and the
+-- columns of `keep`; every column when keep is NULL. A keep column the table lacks is an error naming fn
+-- and 'keep'.
+CREATE OR REPLACE MACRO anon_published_columns(fn, columns, qis, keep) AS
+    CASE WHEN anon_keep_list(fn, qis, keep) IS NULL THEN columns
+         WHEN len(list_filter(anon_keep_list(fn, qis, keep), lambda c: NOT anon_is_qi(columns, c))) > 0
+              THEN error(fn || '(): argument ''keep'': the table has no column '''
+                         || list_filter(anon_keep_list(fn, qis, keep), lambda c: NOT anon_is_qi(columns, c))[1] || '''')
+         ELSE list_filter(columns, lambda c: anon_is_qi(try_cast(qis AS VARCHAR[]), c)
+                                             OR list_contains(anon_keep_list(fn, qis, keep), lower(c))) END;
+
+-- The release's SQL `release_sql` restricted to the QIs and `keep` (unchanged when keep is NULL). The
+-- table's columns are checked against keep when the query runs (an error naming fn and 'keep').
+CREATE OR REPLACE MACRO anon_keep_select(fn, table_name, qis, keep, release_sql) AS
+    CASE WHEN anon_keep_list(fn, qis, keep) IS NULL THEN release_sql
+         ELSE 'SELECT COLUMNS(lambda c: list_contains('
+              || anon_sql_list(list_concat(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), anon_keep_list(fn, qis, keep)))
+              || ', lower(c))) FROM (' || release_sql || ') WHERE (SELECT len(anon_published_columns('
+              || anon_sql_literal(fn) || ', list(column_name), ' || anon_sql_list(try_cast(qis AS VARCHAR[])) || ', '
+              || anon_sql_list(anon_keep_list(fn, qis, keep)) || ')) >= 0 FROM (DESCRIBE FROM query_table('
+              || anon_sql_literal(table_name) || ')))' END;
+
 -- mondrian(): the release (see 10_mondrian.sql for the algorithm and README.md for the arguments).
 CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
                                  categorical_order := 'appearance', split_rule := 'actual', hierarchies := NULL,
                                  sensitive := NULL, l := NULL, l_kind := 'distinct', c := 2, t := NULL,
-                                 max_suppression := 0) AS TABLE
-SELECT * FROM query(anon_mondrian_call('mondrian',
+                                 max_suppression := 0, keep := NULL) AS TABLE
+SELECT * FROM query(anon_keep_select('mondrian', table_name, qis, keep, anon_mondrian_call('mondrian',
     CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
          ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
                     || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
-    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression));
+    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression)));
 
 -- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
 -- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.

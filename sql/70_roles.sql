@@ -213,7 +213,7 @@ CREATE OR REPLACE MACRO anon_compile_policies() AS (
 
 -- The tables whose anonymized() branch refuses to run, and why: what apply_policies() reports.
 CREATE OR REPLACE MACRO anon_policy_problems() AS TABLE
-SELECT table_name, replace(regexp_extract(compiled, '^SELECT error\(''(.*)''\)$', 1), '''''', '''') AS problem
+SELECT table_name, replace(regexp_extract(compiled, '(?s)^SELECT error\(''(.*)''\)$', 1), '''''', '''') AS problem  -- (?s): names may hold line breaks
 FROM (SELECT tn AS table_name, anon_policy_sql(tn) AS compiled  -- compiled once per table
       FROM (SELECT table_name AS tn FROM anon_policies UNION SELECT table_name FROM anon_column_roles))
 WHERE starts_with(compiled, 'SELECT error(')

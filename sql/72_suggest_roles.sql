@@ -87,11 +87,13 @@ SELECT * FROM query('SELECT * FROM anon_suggest_roles('
             ELSE anon_sql_literal(table_name) END || ')');
 
 -- The suggestions as SQL for the user to review and run: one INSERT into anon_column_roles per column (the
--- reason as a comment), then a policy line with k = 10 to adjust.
+-- reason as a comment), then a policy line with k = 10 to adjust. Names reach the text only as escaped
+-- literals; in the heading comment, as a literal made comment-safe (anon_sql_comment).
 CREATE OR REPLACE MACRO suggest_roles_sql(table_name) AS (
-    SELECT '-- Suggested declarations for ' || table_name || ': review every line before running it.' || chr(10)
+    SELECT '-- Suggested declarations for ' || anon_sql_comment(anon_sql_literal(table_name))
+           || ': review every line before running it.' || chr(10)
            || string_agg('INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('
                          || anon_sql_literal(table_name) || ', ' || anon_sql_literal(column_name) || ', '
-                         || anon_sql_literal(suggested_role) || ');  -- ' || replace(reason, chr(10), ' '), chr(10) ORDER BY position)
+                         || anon_sql_literal(suggested_role) || ');  -- ' || anon_sql_comment(reason), chr(10) ORDER BY position)
            || chr(10) || 'INSERT INTO anon_policies (table_name, k) VALUES (' || anon_sql_literal(table_name) || ', 10);' || chr(10)
     FROM (SELECT *, row_number() OVER () AS position FROM suggest_roles(table_name)));

@@ -71,7 +71,7 @@ def test_mondrian_over_csv_and_parquet(tmp_path):
     con.execute(f"COPY (SELECT range AS id, range % 50 AS age, 'z' || (range % 7) AS zip FROM range(500)) TO '{src}'")
     for suffix in ("csv", "parquet"):
         target = tmp_path / f"out.{suffix}"
-        out = run("mondrian", src, "--qi", "AGE,zip", "-k", "10", "--mode", "relaxed", "-o", target)
+        out = run("mondrian", src, "--qi", "AGE,zip", "-k", "10", "--mode", "relaxed", "--drop", "id", "-o", target)
         assert out.returncode == 0 and out.stdout.startswith(f"wrote {target}") and out.stderr == "", out.stderr
         smallest, total = con.execute(
             f"SELECT min(c), sum(c) FROM (SELECT count(*) c FROM '{target}' GROUP BY age, zip)").fetchone()
@@ -80,7 +80,7 @@ def test_mondrian_over_csv_and_parquet(tmp_path):
 
 def test_hierarchy_and_l_diversity(adult, capsys):
     target = adult / "hl.parquet"
-    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", ",".join(QIS), "-k", "5",
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", ",".join(QIS), "-k", "5", "--keep-all",
                  "--hierarchy", f"workclass={hierarchy_path('workclass')}",
                  "--hierarchy", f"Marital_Status={hierarchy_path('marital_status')}",
                  "--sensitive", "class", "--l", "2", "-o", str(target), "--quiet"])
@@ -99,7 +99,7 @@ def test_hierarchy_and_l_diversity(adult, capsys):
 
 def test_suppression_t_closeness_and_the_options_of_the_partition(adult, capsys):
     target = adult / "st.parquet"
-    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", ",".join(QIS), "-k", "20", "--max-suppression", "0.05",
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", ",".join(QIS), "-k", "20", "--keep-all", "--max-suppression", "0.05",
                  "--sensitive", "class", "--t", "0.3", "--categorical-order", "value", "--split-rule", "inherited",
                  "-o", str(target), "--quiet"])
     assert code == 0, capsys.readouterr().err
@@ -119,7 +119,7 @@ def test_suppression_t_closeness_and_the_options_of_the_partition(adult, capsys)
 
 def test_relaxed_typed_release(adult, capsys):
     target = adult / "typed.parquet"
-    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,education_num,sex", "-k", "10", "--mode", "relaxed",
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,education_num,sex", "-k", "10", "--keep-all", "--mode", "relaxed",
                  "--output-shape", "typed", "-o", str(target), "--quiet"])
     assert code == 0, capsys.readouterr().err
     schema = duckdb.connect().execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(target)]).fetchall()
@@ -137,7 +137,7 @@ def test_relaxed_typed_release(adult, capsys):
 def test_csv_delimiter_and_no_header_are_read_and_written(adult, capsys):
     target = adult / "out.csv"
     # without a header DuckDB names the columns column00, column01, ...: Adult's rid, age, workclass, ...
-    code = main(["mondrian", str(adult / "adult.csv"), "--qi", "column01,column02", "-k", "10", "--delimiter", ";",
+    code = main(["mondrian", str(adult / "adult.csv"), "--qi", "column01,column02", "-k", "10", "--keep-all", "--delimiter", ";",
                  "--no-header", "-o", str(target), "--quiet"])
     assert code == 0, capsys.readouterr().err
     lines = target.read_text().splitlines()
@@ -150,7 +150,7 @@ def test_csv_delimiter_and_no_header_are_read_and_written(adult, capsys):
 
 def test_engine_levels_writes_mondrians_release(adult, capsys):
     target = adult / "levels.parquet"
-    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,education_num,sex,race", "-k", "10",
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,education_num,sex,race", "-k", "10", "--keep-all",
                  "--mode", "relaxed", "--engine", "levels", "-o", str(target), "--quiet"])
     assert code == 0, capsys.readouterr().err
     release = released(target)

@@ -32,7 +32,7 @@ def big(tmp_path_factory):
 
 
 def test_a_long_run_prints_progress_that_moves(big):
-    out = run("mondrian", big, "--qi", "age,zip,edu", "-k", "10", "-o", big.parent / "loud.parquet")
+    out = run("mondrian", big, "--qi", "age,zip,edu", "-k", "10", "--drop", "id", "-o", big.parent / "loud.parquet")
     assert out.returncode == 0, out.stderr
     updates = out.stderr.splitlines()
     parsed = [PROGRESS.match(line) for line in updates]
@@ -48,6 +48,6 @@ def test_a_long_run_prints_progress_that_moves(big):
 def test_quiet_prints_nothing(tmp_path):
     """A run of about 2 s on an idle machine: without --quiet it would print progress."""
     source = generated(tmp_path, 40_000)
-    out = run("mondrian", source, "--qi", "age,zip,edu", "-k", "10", "-o", tmp_path / "quiet.parquet", "--quiet")
+    out = run("mondrian", source, "--qi", "age,zip,edu", "-k", "10", "--drop", "id", "-o", tmp_path / "quiet.parquet", "--quiet")
     assert out.returncode == 0 and out.stdout == "" and out.stderr == "", out.stderr
     assert (tmp_path / "quiet.parquet").is_file()

@@ -62,13 +62,18 @@ BAD_MONDRIAN = [
     (["--max-suppression", "0.1", "--mode", "relaxed"], ["--max-suppression", "strict"]),
     (["--output-shape", "typed"], ["--output-shape", "parquet"]),
     (["--delimiter", ";;"], ["--delimiter", "one character"]),
+    (["--keep", "age"], ["--keep", "'age', a QI"]),
+    (["--keep", "nope"], ["--keep", "'nope'", "its columns: id, age"]),
+    (["--keep", "dis,DIS"], ["--keep", "twice"]),
+    (["--drop", "zip"], ["--drop", "'zip' is a QI"]),
+    (["--drop", "nope"], ["--drop", "'nope'"]),
 ]
 
 
 @pytest.mark.parametrize("extra, names", BAD_MONDRIAN)
 def test_bad_mondrian_arguments_exit_2_naming_them(folder, capsys, extra, names):
-    defaults = [(option, value) for option, value in (("--qi", "age,zip,wc"), ("-k", "5"), ("-o", "{f}/out.csv"))
-                if option not in extra]
+    defaults = [(option, value) for option, value in (("--qi", "age,zip,wc"), ("-k", "5"), ("-o", "{f}/out.csv"),
+                                                      ("--keep", "dis")) if option not in extra and not (option == "--keep" and "--drop" in extra)]
     args = [a.format(f=folder) for a in [*sum(defaults, ()), *extra]]
     before = snapshot(folder)
     code = main(["mondrian", str(folder / "in.csv"), *args])
@@ -104,9 +109,9 @@ def test_argparse_errors_exit_2_too(folder):
 def test_an_existing_output_is_kept_unless_force(folder, capsys):
     target = folder / "out.parquet"
     target.write_bytes(b"precious")
-    code = main(["mondrian", str(folder / "in.csv"), "--qi", "age,zip", "-k", "10", "-o", str(target), "--quiet"])
+    code = main(["mondrian", str(folder / "in.csv"), "--qi", "age,zip", "-k", "10", "--drop", "id", "-o", str(target), "--quiet"])
     assert code == 2 and "--force" in capsys.readouterr().err and target.read_bytes() == b"precious"
-    code = main(["mondrian", str(folder / "in.csv"), "--qi", "age,zip", "-k", "10", "-o", str(target), "--quiet", "--force"])
+    code = main(["mondrian", str(folder / "in.csv"), "--qi", "age,zip", "-k", "10", "--drop", "id", "-o", str(target), "--quiet", "--force"])
     assert code == 0
     smallest, rows = duckdb.connect().execute(
         "SELECT min(c), sum(c) FROM (SELECT count(*) c FROM read_parquet(?) GROUP BY age, zip)", [str(target)]).fetchall()[0]
@@ -132,7 +137,7 @@ def test_an_interrupted_run_leaves_neither_output_nor_temporary_file(tmp_path, s
         "(range * 31) % 13 AS edu FROM range(300000)) TO '" + str(source) + "'")
     before = snapshot(tmp_path)
     child = subprocess.Popen([sys.executable, "-m", "duckdb_anon.cli", "mondrian", str(source), "--qi", "age,zip,edu",
-                              "-k", "10", "-o", str(tmp_path / "out.parquet")], stderr=subprocess.PIPE, text=True)
+                              "-k", "10", "--drop", "id", "-o", str(tmp_path / "out.parquet")], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
         assert child.poll() is None and time.monotonic() < deadline, "the run ended before writing"

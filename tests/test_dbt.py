@@ -389,3 +389,28 @@ models:
     finally:
         con.close()
     assert 0.04 < top1 < 0.99 and gated <= 0.02
+
+
+def test_linkage_below_renders_hierarchies_as_literals(built, tmp_path):
+    """A hierarchy table name built to break out of its literal (and out of a Python repr of a dict: it
+    names the table `h` by chr(104) and then drops `victim`) stays one name: the compiled test, run against
+    a database holding `h` and `victim`, fails reading that name as a table name, and the victim survives."""
+    project = copy_built(built[0], tmp_path / "linkage_names")
+    hostile = "\"'[3:2] || chr(104)}); DROP TABLE victim; SELECT * FROM (SELECT 1 AS reidentified) --"
+    inline = ("{{ duckdb_anon.test_linkage_below(model='released', aux='known', qis=['sex'], max_rate=0.1, "
+              "hierarchies=var('h')) }}")
+    compiled = run_dbt(project, "compile", "--inline", inline, "--vars", json.dumps({"h": {"sex": hostile}}), "--quiet")
+    assert compiled.returncode == 0, compiled.stdout[-3000:] + compiled.stderr
+    sql = compiled.stdout.strip()
+    assert "linkage_classes(" in sql, sql
+    con = duckdb_anon.connect()
+    try:
+        con.execute("CREATE TABLE victim AS SELECT 1 AS x")
+        con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('M', ['M', '*']), ('F', ['F', '*'])) v(leaf, path)")
+        con.execute("CREATE TABLE known AS SELECT range AS id, ['M', 'F'][range % 2 + 1] AS sex FROM range(20)")
+        con.execute("CREATE TABLE released AS SELECT * FROM mondrian('known', ['sex'], 5)")
+        with pytest.raises(duckdb.Error, match="qualified name! \\(input: \"'\\[3:2\\]"):
+            con.execute(sql).fetchall()
+        assert con.execute("SELECT x FROM victim").fetchall() == [(1,)]
+    finally:
+        con.close()

@@ -98,3 +98,18 @@ def test_bad_arguments_name_the_argument(spark):
             dspark.mondrian(spark, frame, **kwargs)
         assert "spark.mondrian()" in str(err.value) and word in str(err.value)
     assert [t.name for t in spark.catalog.listTables() if t.name.startswith("__anon_")] == []
+
+
+def test_keep_publishes_what_mondrian_keeps(spark):
+    con = duckdb_anon.connect()
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 20 AS age, 'z' || (range % 4) AS zip, 'n' || range AS name "
+                "FROM range(40)")
+    frame = spark.createDataFrame(con.execute("SELECT * FROM t ORDER BY id").df())
+    release = dspark.mondrian(spark, frame, ["age", "zip"], 20, keep=["ID"])  # k = 20: one cut, a short run on Spark
+    assert release.columns == ["id", "age", "zip"]
+    assert same_release(con, release, "SELECT * FROM mondrian('t', ['age', 'zip'], 20, keep := ['ID'])")
+    for keep, words in ((["nope"], "no column 'nope'"), (["age"], "'age', a QI")):
+        with pytest.raises(ValueError, match=r"spark\.mondrian\(\): argument 'keep'") as err:
+            dspark.mondrian(spark, frame, ["age"], 5, keep=keep)
+        assert words in str(err.value)
+    con.close()

@@ -76,12 +76,13 @@ class DuckDBEngine(Engine):
 
 def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k: int, *, into: str,
              mode: str = "strict", output: str = "text", categorical_order: str = "appearance",
-             split_rule: str = "actual", medians: str | None = None) -> str:
+             split_rule: str = "actual", medians: str | None = None, keep: list[str] | None = None) -> str:
     """Write the Mondrian release of `table_name` to a new table `into`; returns `into`.
 
     The release is the one ``SELECT * FROM mondrian(table_name, qis, k, mode := ..., output := ...)``
     returns (same classes, same labels), computed one level per query. Arguments are checked by the same
-    rules as ``mondrian()``'s; the error names the function and the argument.
+    rules as ``mondrian()``'s; the error names the function and the argument. `keep` lists the non-QI
+    columns to publish, as mondrian()'s `keep` (None: every column).
 
     `medians` ('running' or 'quantile') chooses how a level finds its medians; both give the same release.
     By default 'quantile' is taken when nine in ten rows have a QI vector of their own (high-cardinality
@@ -94,6 +95,9 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
     if medians not in (None, "running", "quantile"):
         raise ValueError(f"mondrian(): argument 'medians' must be 'running', 'quantile' or None, got {medians!r}")
     engine = DuckDBEngine(con, table_name)
+    published = con.execute("SELECT anon_published_columns('mondrian', ?, ?, ?)",
+                            [[column.name for column in engine.columns()], list(qis),
+                             list(keep) if isinstance(keep, tuple) else keep]).fetchall()[0][0]
     names = Names()
     parts = into.split(".")  # [catalog.][schema.]table, each part quoted as it stands
     if not 1 <= len(parts) <= 3 or not all(parts):
@@ -101,7 +105,8 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
     target = exp.table_(parts[-1], db=parts[-2] if len(parts) > 1 else None,
                         catalog=parts[-3] if len(parts) > 2 else None, quoted=True)
     try:
-        sql = run(engine, "mondrian", list(qis), int(k), mode, output, categorical_order, split_rule, names, medians)
+        sql = run(engine, "mondrian", list(qis), int(k), mode, output, categorical_order, split_rule, names, medians,
+                  published)
         con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")
     finally:
         for name in names.made:

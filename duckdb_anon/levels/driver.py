@@ -101,8 +101,11 @@ def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
 
 def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", shape: str = "text",
         categorical_order: str = "appearance", split_rule: str = "actual", names: Names | None = None,
-        medians: str | None = None) -> str:
+        medians: str | None = None, published: list[str] | None = None) -> str:
     """Partition the source and return the release's SQL (valid while the intermediate relations live).
+
+    `published`: the source columns the release holds, in the source's order (the caller's
+    ``anon_published_columns``, which applies mondrian()'s `keep`); None: every column.
 
     `medians`: how each level finds its medians, 'running' or 'quantile' (same release; see
     ``Plan._medians``); None picks 'quantile' when nine in ten rows have a QI vector of their own.
@@ -162,6 +165,6 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     labels = names("labels")
     engine.begin("labels")
     create(labels, query("labels", cells, final))
-    columns = [column.name for column in engine.columns()]
+    columns = published if published is not None else [column.name for column in engine.columns()]
     return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))
 

@@ -11,9 +11,10 @@
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'zip'], 10, sensitive='diagnosis', l=2) }}
         {{ duckdb_anon.anonymize(ref('patients'), ['age', 'sex'], 10, hierarchies={'age': ref('age_hierarchy')}) }}
 
-    It renders  SELECT COLUMNS(...) FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, mode := 'strict', ...)  with
-    the relation, the column names and the hierarchy tables as escaped string literals and the numbers checked
-    here. mondrian() itself checks the rest against the data (k, the models) and raises an error naming the
+    It renders  SELECT * FROM mondrian('<relation>', ['age', 'zip', 'sex'], 10, mode := 'strict', ...,
+    keep := ['diagnosis'])  with the relation, the column names and the hierarchy tables as escaped string
+    literals and the numbers checked here: mondrian()'s `keep` publishes the columns (one rule, in SQL).
+    mondrian() itself checks the rest against the data (k, the models, keep) and raises an error naming the
     argument at fault.
 -#}
 {% macro anonymize(relation, qis, k, keep=[], mode='strict', hierarchies=none, sensitive=none, l=none, l_kind='distinct', c=2, t=none, max_suppression=0) -%}
@@ -22,7 +23,7 @@
         {{ exceptions.raise_compiler_error("anonymize(): argument 'keep' must be a list of column names, got " ~ keep) }}
     {%- endif -%}
     {%- if keep | length > 0 %}{{- duckdb_anon.check_names('anonymize', 'keep', keep) -}}{% endif -%}
-    {%- set published = (qis | list) + (keep | list) + ([sensitive] if sensitive is not none else []) -%}
+    {%- set kept = (keep | list) + ([sensitive] if sensitive is not none and (sensitive | lower) not in (keep | map('lower') | list) else []) -%}
     {{- duckdb_anon.check_integer('anonymize', 'k', k, 1) -}}
     {%- if mode is not string -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument 'mode' must be 'strict' or 'relaxed', got " ~ mode) }}
@@ -34,12 +35,11 @@
     {%- for name, value in [('l', l), ('c', c), ('t', t), ('max_suppression', max_suppression)] if value is not none and (value is not number or value is sameas true or value is sameas false) -%}
         {{ exceptions.raise_compiler_error("anonymize(): argument '" ~ name ~ "' must be a number, got " ~ value) }}
     {%- endfor -%}
-SELECT COLUMNS(lambda c: list_contains(list_transform({{ duckdb_anon.sql_list(published) }}, lambda p: lower(p)), lower(c)))
-FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
-    {%- if hierarchies %}, hierarchies := MAP { {%- for qi, table in hierarchies.items() %}{{ duckdb_anon.sql_literal(qi) }}: {{ duckdb_anon.sql_literal(table) }}{{ ", " if not loop.last }}{% endfor -%} }{% endif %}
+SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.sql_list(qis) }}, {{ k }}, mode := {{ duckdb_anon.sql_literal(mode) }}
+    {%- if hierarchies %}, hierarchies := {{ duckdb_anon.sql_map(hierarchies) }}{% endif %}
     {%- if sensitive is not none %}, sensitive := {{ duckdb_anon.sql_literal(sensitive) }}, l_kind := {{ duckdb_anon.sql_literal(l_kind) }}, c := {{ c }}
         {%- if l is not none %}, l := {{ l }}{% endif %}
         {%- if t is not none %}, t := {{ t }}{% endif %}
     {%- endif %}
-    {%- if max_suppression %}, max_suppression := {{ max_suppression }}{% endif %})
+    {%- if max_suppression %}, max_suppression := {{ max_suppression }}{% endif %}, keep := {{ duckdb_anon.sql_list(kept) }})
 {%- endmacro %}

@@ -57,10 +57,13 @@ SELECT * FROM check_localities({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_a
     {%- if max_rate is not number or max_rate is boolean or max_rate < 0 or max_rate > 1 -%}
         {{ exceptions.raise_compiler_error("linkage_below(): argument 'max_rate' must be a number in [0, 1], got " ~ max_rate) }}
     {%- endif -%}
+    {%- if hierarchies is not none and hierarchies is not mapping -%}
+        {{ exceptions.raise_compiler_error("linkage_below(): argument 'hierarchies' must map QI names to hierarchy tables, got " ~ hierarchies) }}
+    {%- endif -%}
 SELECT people, reidentified, mean_candidates
 FROM linkage_classes({{ duckdb_anon.sql_literal(model) }}, {{ duckdb_anon.sql_literal(aux) }}, {{ duckdb_anon.sql_list(qis) }},
                      {{ duckdb_anon.sql_literal(id) if id is not none else 'NULL' }}
-                     {%- if hierarchies is not none %}, hierarchies := {{ hierarchies }}{% endif %})
+                     {%- if hierarchies %}, hierarchies := {{ duckdb_anon.sql_map(hierarchies) }}{% endif %})
 WHERE reidentified > {{ max_rate }}
 {% endtest %}
 

@@ -14,6 +14,11 @@
     [{% for value in values %}{{ duckdb_anon.sql_literal(value) }}{{ ", " if not loop.last }}{% endfor %}]
 {%- endmacro %}
 
+{#- A SQL MAP literal of strings: MAP {'age': 'age_hierarchy'} (a relation value renders as its quoted name). -#}
+{% macro sql_map(mapping) -%}
+    MAP { {%- for key, value in mapping.items() %}{{ duckdb_anon.sql_literal(key) }}: {{ duckdb_anon.sql_literal(value) }}{{ ", " if not loop.last }}{% endfor -%} }
+{%- endmacro %}
+
 {#- A quoted identifier: "age", "odd ""name""". -#}
 {% macro sql_identifier(name) -%}
     "{{ (name | string) | replace('"', '""') }}"

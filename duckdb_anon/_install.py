@@ -4,13 +4,28 @@ The numpy kernels are registered as Python UDFs on the connection first (they li
 the macros are persistent (not TEMP): dbt and other tools talk through cursors, which do not see TEMP
 macros, and persistent macros stay in a database file for plain DuckDB clients. Every statement is
 ``CREATE OR REPLACE``, so installing twice, or over an older version, upgrades in place.
+
+Concurrency. Connections of one process to the same file share one database instance, and two installs
+writing the same macros at once make DuckDB abort one of them ("Catalog write-write conflict"). So an
+install runs in one transaction (another connection sees the old macros or the new ones, never half of
+them), installs into one file take turns behind a per-file lock of this process, and a conflict with a
+writer outside that lock (another tool on the same instance) is retried a few times with a growing pause.
+Across processes DuckDB lets one process open a file read-write, or many open it read-only: a read-only
+connection is not written to (the macros must be installed already), and connect() turns the lock
+conflict into an error that says who holds the file.
 """
 from __future__ import annotations
 
+import threading
+import time
 from importlib import resources
 from pathlib import Path
 
 import duckdb
+
+ATTEMPTS = 6  # tries of one install against conflicting writers; pauses 0.05 s, 0.1 s, ... 0.8 s between
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
 
 
 def sql_files() -> list[Path]:
@@ -25,19 +40,76 @@ def sql_files() -> list[Path]:
     return files
 
 
-def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create or replace every duckdb-anon macro in the connection's current database; returns `con`."""
+def _database(con: duckdb.DuckDBPyConnection) -> tuple[str | None, bool]:
+    """The file behind the connection's current database (None in memory) and whether it is read-only."""
+    return con.execute("SELECT path, readonly FROM duckdb_databases() WHERE database_name = current_database()"
+                       ).fetchall()[0]
+
+
+def _lock_for(path: str | None) -> threading.Lock:
+    """One lock per database file in this process; an in-memory database is private to its connection."""
+    if path is None:
+        return threading.Lock()
+    key = str(Path(path).resolve())
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Every macro, the version and the policies: the statements of one transaction."""
     from duckdb_anon import __version__
     from duckdb_anon.roles import apply_policies
-    from duckdb_anon.walk import register
 
-    con.complete()  # a pending result would make create_function fail ("unfinished result")
-    register(con)  # before the SQL: macros that call a UDF can only be created once it exists
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
+
+
+def _write_in_transaction(con: duckdb.DuckDBPyConnection) -> None:
+    """_write_macros in a transaction of its own, retried when a concurrent writer wins a conflict; inside a
+    transaction the caller opened, it becomes part of that one (which a conflict aborts: no retry)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            con.execute("BEGIN TRANSACTION")
+        except duckdb.TransactionException:  # the caller's transaction is open
+            _write_macros(con)
+            return
+        try:
+            _write_macros(con)
+            con.execute("COMMIT")
+            return
+        except BaseException as err:
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.TransactionException:  # a failed COMMIT has ended the transaction already
+                pass
+            if not isinstance(err, duckdb.TransactionException) or "conflict" not in str(err) \
+                    or attempt == ATTEMPTS - 1:
+                raise
+        time.sleep(0.05 * 2 ** attempt)
+
+
+def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create or replace every duckdb-anon macro in the connection's current database; returns `con`.
+
+    Safe to call from several threads at once. On a read-only database it only registers the Python
+    kernel, and raises if the file does not hold this version's macros."""
+    from duckdb_anon import __version__
+    from duckdb_anon.walk import register
+
+    con.complete()  # a pending result would make create_function fail ("unfinished result")
+    path, readonly = _database(con)
+    with _lock_for(path):
+        register(con)  # before the SQL: macros that call a UDF can only be created once it exists
+        if not readonly:
+            _write_in_transaction(con)
+        elif (found := installed_version(con)) != __version__:
+            raise duckdb.InvalidInputException(
+                f"install(): argument 'con' is a read-only connection to a database holding "
+                f"{'duckdb-anon ' + found if found else 'no duckdb-anon macros'}, not version {__version__}; "
+                f"open it read-write once to install")
     return con
 
 
@@ -51,6 +123,21 @@ def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection (``duckdb.connect(database, config=config)``) with duckdb-anon installed."""
-    con = duckdb.connect(database, config=config) if config else duckdb.connect(database)
-    return install(con)
+    """A DuckDB connection (``duckdb.connect(database, config=config)``) with duckdb-anon installed.
+
+    ``access_mode='READ_ONLY'`` opens a file that already holds the macros without writing to it; many
+    processes can do so at once, while only one process at a time can open a file read-write."""
+    try:
+        con = duckdb.connect(database, config=config) if config else duckdb.connect(database)
+    except duckdb.IOException as err:
+        if "lock" not in str(err).lower():
+            raise
+        raise duckdb.IOException(
+            f"connect(): argument 'database' {database!r} is open read-write in another process, and DuckDB "
+            f"lets one process at a time write a file; close it there, or open it with access_mode='READ_ONLY' "
+            f"everywhere ({err})") from None
+    try:
+        return install(con)
+    except BaseException:
+        con.close()
+        raise

@@ -23,7 +23,7 @@ def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[
     query_table() (quote parts that need it); `target` is a plain table name. Existing tables of those
     names are replaced; nothing else is created or left behind. The other arguments are those of
     localities() and random_walk(), with the same defaults: each value stays within `radius` standard
-    deviations of its original value (bounds 'radius')."""
+    deviations of its original value and within the column's observed min and max (bounds 'radius')."""
     if not columns or len(set(columns)) != len(columns):
         raise ValueError("preserve_patterns(): argument 'columns' must name distinct columns")
     names = {c: f"{target}_{c}_localities" for c in columns}

@@ -115,6 +115,8 @@ def _walk_block(x, starts, ci, cj, ck, le, lower, upper, iterations, rng, method
             norm = np.sqrt(np.add.reduceat(u * u, starts))
             u /= np.where(norm > 0, norm, 1.0)[seg]
             lam_lo, lam_hi = _chord(x, u, starts, opens, ci, cj, ck, sign, lstarts, lsegs, lower, upper)
+            # no direction at all (a lone value pinned to its box): the chord is unbounded, and inf * 0 = NaN
+            lam_lo[norm == 0], lam_hi[norm == 0] = 0.0, 0.0
             move = u
         if method == "forward" or step == 0:
             lam = lam_hi * rng.random(segments)

@@ -31,17 +31,28 @@ CREATE OR REPLACE MACRO anon_sql_list(items) AS
 CREATE OR REPLACE MACRO anon_check(bad, fn, arg, msg) AS
     CASE WHEN bad THEN error(fn || '(): argument ''' || arg || ''' ' || msg) ELSE true END;
 
+-- One category value as it is written in a text label: a backslash escapes the label's own characters
+-- (the separator ',', the braces '{' '}' and the backslash itself), and the texts 'NULL' and '*' read
+-- '\NULL' and '\*', so that neither is taken for NULL inside a set or for a suppressed row. A value
+-- without those characters is written as it is. NULL (inside a set) is written NULL.
+-- duckdb_anon/levels/plan.py writes the same rule for other engines.
+CREATE OR REPLACE MACRO anon_label_escape(v) AS
+    CASE WHEN v IS NULL THEN 'NULL'
+         WHEN v::VARCHAR IN ('NULL', '*') THEN '\' || v::VARCHAR
+         ELSE replace(replace(replace(replace(v::VARCHAR, '\', '\\'), ',', '\,'), '{', '\{'), '}', '\}') END;
+
 -- Text label of one class's values of one QI, from its aggregates: lo/hi (by value for numbers),
 -- `vals` = the distinct values in the QI's order (categories), `nulls` = whether NULL occurs.
--- Numbers: "lo-hi" (or the value); dates and times: "lo/hi" (ISO 8601 interval); categories: the set of
--- values present, as "{a,b}". NULL is a value of its own: a class holding NULL beside other values shows
--- ",NULL" after them, so every member of a class still reads the same text.
+-- Numbers: "lo-hi" (or the value); dates and times: "lo/hi" (ISO 8601 interval); categories: the value,
+-- or the set of values present, as "{a,b}", each escaped by anon_label_escape. NULL is a value of its
+-- own: a class holding NULL beside other values shows ",NULL" after them, so every member of a class still
+-- reads the same text; a class of NULLs alone reads NULL.
 CREATE OR REPLACE MACRO anon_label_text(lo, hi, vals, nulls, numeric, temporal) AS
     CASE WHEN numeric THEN
              CASE WHEN lo IS NULL THEN NULL
                   ELSE CASE WHEN lo = hi THEN lo::VARCHAR
                             ELSE lo::VARCHAR || CASE WHEN temporal THEN '/' ELSE '-' END || hi::VARCHAR END
                        || CASE WHEN nulls THEN ',NULL' ELSE '' END END
-         WHEN len(vals) = 1 THEN vals[1]::VARCHAR
-         ELSE '{' || array_to_string(list_transform(vals, lambda v: coalesce(v::VARCHAR, 'NULL')), ',') || '}'
+         WHEN len(vals) = 1 THEN CASE WHEN vals[1] IS NOT NULL THEN anon_label_escape(vals[1]) END
+         ELSE '{' || array_to_string(list_transform(vals, lambda v: anon_label_escape(v)), ',') || '}'
     END;

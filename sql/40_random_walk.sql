@@ -9,8 +9,9 @@
 -- constraint of locality_table, the order within each segment, and one box per value (the paper's bound
 -- vector H):
 --   'radius'  (default) each value stays within `radius` standard deviations (of the column) of its own
---             original value, and within lower/upper when given: a semantic domain, never the observed
---             extremes unless the user passes them;
+--             original value, and within lower/upper (default: the column's min and max, so a column that
+--             is never negative is never released negative; a semantic domain such as age 0-120 gives
+--             the extremes room to move);
 --   'domain'  every value between lower and upper (default: the column's min and max): whole segments can
 --             be carried anywhere in the column, which destroys the data yet keeps each segment's shape;
 --   'segment' each segment up to the midpoints to its neighbours' edge values, so the whole column keeps
@@ -78,11 +79,9 @@ segment_edges AS (  -- 'segment': up to the midpoints between each segment's edg
     WINDOW w AS (PARTITION BY grp ORDER BY segment)),
 boxes AS (  -- one box per value
     SELECT s.g, s.value, s.pos,
-           CASE bounds WHEN 'radius' THEN greatest(s.value - try_cast(radius AS DOUBLE) * d.sd,
-                                                   coalesce(try_cast(lower AS DOUBLE), '-inf'::DOUBLE))
+           CASE bounds WHEN 'radius' THEN greatest(s.value - try_cast(radius AS DOUBLE) * d.sd, d.lo)
                        WHEN 'segment' THEN e.slo ELSE d.lo END AS lo,
-           CASE bounds WHEN 'radius' THEN least(s.value + try_cast(radius AS DOUBLE) * d.sd,
-                                                coalesce(try_cast(upper AS DOUBLE), 'inf'::DOUBLE))
+           CASE bounds WHEN 'radius' THEN least(s.value + try_cast(radius AS DOUBLE) * d.sd, d.hi)
                        WHEN 'segment' THEN e.shi ELSE d.hi END AS hi
     FROM seg s JOIN segment_edges e USING (segment), domain d),
 points AS (SELECT list(value ORDER BY g) AS x, list(g ORDER BY g) FILTER (WHERE pos = 1) AS starts,

@@ -12,12 +12,21 @@
 --                categorical_order := 'value'; the text shape lists a class's categories exactly)
 --   raw values   a number, date or category covers itself
 --   NULL         covers NULL only (mondrian's all-NULL class)
--- Labels are not escaped by mondrian, so a category holding a comma or braces, or spelled 'NULL', is
--- ambiguous inside a set.
+-- Category values in text labels are escaped as anon_label_escape writes them: '\,' '\{' '\}' '\\' stand
+-- for the characters, '\NULL' and '\*' for those texts, and a bare NULL inside a set for NULL. A raw
+-- category that opens with a brace reads as a set; one holding a backslash covers its text both as written
+-- and unescaped.
 
+-- The members of a set label's body ('a\,b,NULL,c', braces removed), still escaped: every member ends at
+-- a comma no backslash escapes (one is appended after the last).
+CREATE OR REPLACE MACRO anon_label_members(body) AS
+    regexp_extract_all(body || ',', '((?:\\.|[^\\,])*),', 1);
 
+-- One escaped member as the value's text: every '\x' becomes 'x'.
+CREATE OR REPLACE MACRO anon_label_unescape(member) AS
+    regexp_replace(member, '\\(.)', '\1', 'g');
 
-CREATE OR REPLACE MACRO anon_label_elems_read(label, kind, body, elems, num) AS
+CREATE OR REPLACE MACRO anon_label_elems_read(label, kind, body, members, num) AS
     {'text': label,
      'lo': CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.lo, '') AS DOUBLE), try_cast(body AS DOUBLE))
                      WHEN 'temporal' THEN epoch_us(try_cast(split_part(body, '/', 1) AS TIMESTAMP))::DOUBLE END,
@@ -25,15 +34,21 @@ CREATE OR REPLACE MACRO anon_label_elems_read(label, kind, body, elems, num) AS
                      WHEN 'temporal' THEN epoch_us(try_cast(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
                                                                  ELSE body END AS TIMESTAMP))::DOUBLE END,
      'clo': NULL::VARCHAR, 'chi': NULL::VARCHAR,
-     'elems': elems,
-     'elem_keys': list_transform(elems, lambda e: CASE kind WHEN 'numeric' THEN try_cast(e AS DOUBLE)
-                                                           WHEN 'temporal' THEN epoch_us(try_cast(e AS TIMESTAMP))::DOUBLE END),
+     'elems': CASE WHEN body LIKE '{%}' THEN list_transform(list_filter(members, lambda m: m <> 'NULL'),
+                                                            lambda m: anon_label_unescape(m))
+                   -- one value: as mondrian escaped it, or a raw value's own text (which may hold a backslash)
+                   ELSE list_distinct([anon_label_unescape(body), body]) END,
+     'elem_keys': list_transform(members, lambda e: CASE kind WHEN 'numeric' THEN try_cast(e AS DOUBLE)
+                                                             WHEN 'temporal' THEN epoch_us(try_cast(e AS TIMESTAMP))::DOUBLE END),
      'null_ok': label IS NULL OR label = '*' OR (kind <> 'category' AND label LIKE '%,NULL')
-                OR (body LIKE '{%}' AND list_contains(elems, 'NULL')),
+                OR (body LIKE '{%}' AND list_contains(members, 'NULL')),
      'star': coalesce(label = '*', false)};
 
+-- A set label (it opens with a brace: a value's own brace is escaped) lists its members; anything else is
+-- one member.
 CREATE OR REPLACE MACRO anon_label_body_read(label, kind, body) AS
-    anon_label_elems_read(label, kind, body, CASE WHEN body LIKE '{%}' THEN string_split(body[2:-2], ',') ELSE [body] END,
+    anon_label_elems_read(label, kind, body,
+        CASE WHEN body LIKE '{%}' THEN anon_label_members(body[2:-2]) ELSE [body] END,
         regexp_extract(body, '^(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
                              || '-(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)$', ['lo', 'hi']));
 

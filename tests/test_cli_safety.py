@@ -170,3 +170,52 @@ def test_written_atomically_keeps_a_file_that_appeared_meanwhile(tmp_path):
     with written_atomically(target, "-o", force=True) as temporary:
         duckdb.connect().sql("SELECT 1 AS x").write_csv(str(temporary))
     assert target.read_text().splitlines() == ["x", "1"] and [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def _ended_pid():
+    """The id of a process that has just ended (ids are handed out in turn, so it is not reused at once)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_run_removes_the_temporary_files_of_killed_runs_only(folder, capsys):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead, alive = _ended_pid(), sleeper.pid
+        stale = folder / f".out.csv.{dead}-0badc0de.tmp"
+        kept = {f".out.csv.{alive}-0123abcd.tmp",  # a run still going
+                f".out.csv.{dead}-0badc0de.tmp.bak", f".out.csv.{dead}-xyz.tmp", f"out.csv.{dead}-0badc0de.tmp",
+                f".other.csv.{dead}-0badc0de.tmp"}  # not our name for this target
+        stale.write_text("")
+        for name in kept:
+            (folder / name).write_text("")
+        (folder / f".out.csv.{dead}-fedcba98.tmp").mkdir()  # a folder, even with our name, is not ours
+        kept.add(f".out.csv.{dead}-fedcba98.tmp")
+        assert main(["mondrian", str(folder / "in.csv"), "--qi", "age", "-k", "10", "-o", str(folder / "out.csv")]) == 0
+        left = {p.name for p in folder.iterdir()}
+        assert not stale.exists() and kept <= left and "out.csv" in left
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_kill_9_leaves_a_temporary_file_that_the_next_run_removes(tmp_path):
+    source = tmp_path / "big.parquet"
+    duckdb.connect().execute(
+        "COPY (SELECT range AS id, (range * 7919) % 90 AS age, 'z' || ((range * 104729) % 997) AS zip "
+        "FROM range(300000)) TO '" + str(source) + "'")
+    target = tmp_path / "out.parquet"
+    child = subprocess.Popen([sys.executable, "-m", "duckdb_anon.cli", "mondrian", str(source), "--qi", "age,zip",
+                              "-k", "10", "-o", str(target)], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
+        assert child.poll() is None and time.monotonic() < deadline, "the run ended before writing"
+        time.sleep(0.02)
+    child.kill()  # SIGKILL: nothing in the process runs any more
+    child.wait()
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert left and all(f".{child.pid}-" in name for name in left)
+    done = run("mondrian", source, "--qi", "age,zip", "-k", "10", "-o", target)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet", "out.parquet"]

@@ -142,3 +142,137 @@ def test_two_connections_to_one_file_in_one_process(tmp_path):
     walked = second.execute("SELECT count(*), count(DISTINCT v) FROM random_walk('t', 'v', 'locs', iterations := 10, segment_size := 20)").fetchall()
     assert walked[0][0] == 60 and walked[0][1] > 1
     second.close()
+
+
+def _connect_at_once(path, threads=4):
+    """`threads` threads call connect(path) at the same moment; returns their connections and errors."""
+    import threading
+    barrier = threading.Barrier(threads)
+    connections, errors = [], []
+
+    def run():
+        barrier.wait()
+        try:
+            connections.append(duckdb_anon.connect(path))
+        except Exception as err:  # collected: the assertion below names every failure
+            errors.append(repr(err))
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return connections, errors
+
+
+def _macros(con):
+    return con.execute("SELECT count(DISTINCT function_name) FROM duckdb_functions() "
+                       "WHERE function_type LIKE '%macro%' AND NOT internal").fetchall()[0][0]
+
+
+def test_threads_connect_to_a_new_file_at_once(tmp_path):
+    path = str(tmp_path / "new.duckdb")
+    connections, errors = _connect_at_once(path)
+    assert errors == [] and len(connections) == 4
+    connections[0].execute("CREATE TABLE p AS SELECT range AS id, range % 40 AS age FROM range(100)")
+    for con in connections:
+        assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
+        assert con.execute("SELECT min(n) FROM (SELECT count(*) AS n FROM mondrian('p', ['age'], 5) GROUP BY age)"
+                           ).fetchall()[0][0] >= 5
+    reference = duckdb_anon.connect()
+    assert _macros(connections[0]) == _macros(reference)
+    for con in connections + [reference]:
+        con.close()
+
+
+def test_threads_connect_to_an_installed_file_at_once(tmp_path):
+    path = str(tmp_path / "installed.duckdb")
+    duckdb_anon.connect(path).close()
+    connections, errors = _connect_at_once(path)
+    assert errors == [] and len(connections) == 4
+    for con in connections:
+        assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
+        con.close()
+
+
+def test_install_waits_out_a_writer_that_holds_a_macro(tmp_path):
+    """Another connection to the same file (not going through install) holds an uncommitted change to one of
+    the macros; the install retries until that writer commits, instead of failing on the conflict."""
+    import threading
+    path = str(tmp_path / "busy.duckdb")
+    duckdb_anon.connect(path).close()
+    writer = duckdb.connect(path)
+    writer.execute("BEGIN TRANSACTION")
+    writer.execute("CREATE OR REPLACE MACRO anon_is_numeric(type_name) AS false")
+    timer = threading.Timer(0.2, lambda: writer.execute("ROLLBACK"))
+    timer.start()
+    con = duckdb.connect(path)
+    duckdb_anon.install(con)
+    timer.join()
+    assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
+    con.close()
+    writer.close()
+
+
+def test_a_reader_never_sees_half_an_install(tmp_path):
+    """While a fresh file is being installed, another connection counts the macros over and over: it sees
+    none or all of them."""
+    import threading
+    path = str(tmp_path / "watched.duckdb")
+    reader = duckdb.connect(path)
+    done = threading.Event()
+    seen = set()
+
+    def watch():
+        watcher = reader.cursor()
+        while not done.is_set():
+            seen.add(_macros(watcher))
+        watcher.close()
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    con = duckdb.connect(path)
+    duckdb_anon.install(con)
+    done.set()
+    thread.join()
+    full = _macros(con)
+    assert full > 50 and seen <= {0, full}, sorted(seen)
+    con.close()
+    reader.close()
+
+
+def test_read_only_connections(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    duckdb.connect(path).close()  # an empty file: nothing installed
+    try:
+        duckdb_anon.connect(path, access_mode="READ_ONLY")
+        raise AssertionError("a read-only connection to a file without the macros was accepted")
+    except duckdb.InvalidInputException as err:
+        assert "install(): argument 'con'" in str(err) and "read-only" in str(err)
+    con = duckdb_anon.connect(path)  # the failed attempt left the file closed, so this can open it read-write
+    con.execute("CREATE TABLE t AS SELECT range AS id, (range * 7 % 31)::DOUBLE AS v FROM range(60)")
+    con.execute("CREATE TABLE locs AS SELECT * FROM localities('t', 'v', segment_size := 20)")
+    con.close()
+    readers = [duckdb_anon.connect(path, access_mode="READ_ONLY") for _ in range(2)]
+    for reader in readers:  # the kernel is registered: the walk runs
+        assert reader.execute("SELECT count(*) FROM random_walk('t', 'v', 'locs', iterations := 10, segment_size := 20)"
+                              ).fetchall()[0][0] == 60
+        reader.close()
+
+
+def test_a_file_open_in_another_process(tmp_path):
+    import subprocess
+    import sys
+    path = str(tmp_path / "held.duckdb")
+    duckdb_anon.connect(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; held = duckdb.connect({path!r}); print('open', flush=True); "
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        try:
+            duckdb_anon.connect(path)
+            raise AssertionError("a second process opened the file read-write")
+        except duckdb.IOException as err:
+            assert "connect(): argument 'database'" in str(err) and "another process" in str(err)
+    finally:
+        holder.communicate("", timeout=60)

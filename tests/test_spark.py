@@ -89,6 +89,23 @@ def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, c
     con.close()
 
 
+def test_category_labels_escape_their_characters_as_mondrians(spark):
+    """Values holding the label's own characters (',' braces backslash) or spelled 'NULL' and '*': Spark
+    writes the labels mondrian() writes, which keep the classes apart."""
+    values = ["a,b", "c", "a", "b,c", "NULL", None, "*", "x\\y", "{z}"]
+    con = duckdb_anon.connect()
+    con.execute("CREATE TABLE t AS SELECT range AS id, (range // 27)::INTEGER AS x, ?[range % 9 + 1] AS c FROM range(54)",
+                [values])
+    frame = spark.createDataFrame(con.execute("SELECT * FROM t ORDER BY id").df().replace({pd.NA: None}),
+                                  "id long, x int, c string")
+    for k in (6, 12):
+        release = dspark.mondrian(spark, frame, ["x", "c"], k, row_order=["id"])
+        assert same_release(con, release, f"SELECT * FROM mondrian('t', ['x', 'c'], {k})")
+        labels = release.select("c").distinct().toPandas()["c"]
+        assert labels.notna().all() and labels.str.contains("\\\\,").any()  # a comma of a value, escaped
+    con.close()
+
+
 def test_bad_arguments_name_the_argument(spark):
     frame = spark.createDataFrame([(1, "a"), (2, "b")], "x int, c string")
     for kwargs, word in [({"qis": ["x"], "k": 5}, "'k'"), ({"qis": ["nope"], "k": 1}, "'qis'"),

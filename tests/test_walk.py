@@ -1,7 +1,10 @@
 """The random walk: feasibility at every step, uniformity, determinism, and random_walk() in SQL."""
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.walk import _violated_segments, walk
@@ -94,13 +97,35 @@ def test_uniform_on_a_boxed_ordered_simplex(con):
         assert abs(sd - ref.std()) < 0.006, (coord, sd, ref.std())
 
 
-def test_radius_boxes_honour_semantic_limits_not_the_observed_extremes(con):
+def test_radius_boxes_stay_in_the_observed_range_unless_limits_are_declared(con):
     con.execute("CREATE TABLE t AS SELECT range AS id, (18 + range % 40)::DOUBLE AS age FROM range(2000)")
     con.execute("CREATE TABLE locs AS SELECT * FROM localities('t', 'age')")
-    free = con.execute("SELECT min(age), max(age) FROM random_walk('t', 'age', 'locs')").fetchall()[0]
-    assert free[0] < 18 and free[1] > 57  # not clipped to the observed min and max
-    kept = con.execute("SELECT min(age), max(age) FROM random_walk('t', 'age', 'locs', lower := 18, upper := 60)").fetchall()[0]
-    assert kept[0] >= 18 and kept[1] <= 60
+    kept = con.execute("SELECT min(age), max(age), count(*) FILTER (age < 18.5) FROM random_walk('t', 'age', 'locs')"
+                       ).fetchall()[0]
+    assert kept[0] >= 18 and kept[1] <= 57 and kept[2] > 0  # clipped to the observed min and max, still moving
+    free = con.execute("SELECT min(age), max(age) FROM random_walk('t', 'age', 'locs', lower := 10, upper := 70)").fetchall()[0]
+    assert 10 <= free[0] < 18 and 57 < free[1] <= 70  # a declared domain: the extremes move beyond the observed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_default_bounds_never_leave_the_observed_range(module_con, data):
+    """Counts with many zeros and a long tail (children, visits): the walk releases nothing below the
+    column's minimum or above its maximum, recomputed on the source with pandas."""
+    con = module_con
+    n = data.draw(st.integers(3, 60), label="rows")
+    values = data.draw(st.lists(st.one_of(st.none(), st.sampled_from([0, 0, 0, 1, 1, 2, 3, 5, 40])), min_size=n, max_size=n),
+                       label="values")
+    segment = data.draw(st.integers(3, 8), label="segment_size")
+    frame = pd.DataFrame({"id": range(n), "v": pd.array(values, dtype="Int64")})
+    con.execute("CREATE OR REPLACE TABLE counts AS SELECT * FROM frame")
+    con.execute("CREATE OR REPLACE TABLE counts_locs AS SELECT * FROM localities('counts', 'v', segment_size := ?)", [segment])
+    out = con.execute("SELECT id, v FROM random_walk('counts', 'v', 'counts_locs', iterations := 40, segment_size := ?) "
+                      "ORDER BY id", [segment]).df()
+    released = out["v"].dropna()
+    assert (out["v"].isna() == frame["v"].isna()).all()
+    if len(released):
+        assert released.min() >= frame["v"].min() and released.max() <= frame["v"].max()
 
 
 def test_same_seed_same_release_whatever_the_threads_and_new_seed_differs():
@@ -199,3 +224,13 @@ def test_linkage_audit_falls_as_the_walk_moves_values(con):
                                   segment_size=50, sample=0.3, seed=1, iterations=200, bounds="domain")
     walked = con.execute(f"SELECT linked_to_own_record, mean_rank FROM linkage_nearest('small_pub', 'known', {qis}, 'rid')").fetchone()
     assert walked[0] < raw[0] / 2 and walked[1] > 10 * raw[1]
+
+
+def test_a_lone_value_in_its_segment_is_released_not_lost(con):
+    """One non-NULL value among NULLs has a box of width 0 (its column's deviation is 0) and no direction to
+    move in; it is released as itself, not as NaN."""
+    con.execute("CREATE TABLE lone AS SELECT range AS id, CASE WHEN range = 2 THEN 7 END AS v FROM range(3)")
+    con.execute("CREATE TABLE lone_locs AS SELECT * FROM localities('lone', 'v', segment_size := 3)")
+    out = con.execute("SELECT id, v FROM random_walk('lone', 'v', 'lone_locs', iterations := 10, segment_size := 3) "
+                      "ORDER BY id").fetchall()
+    assert out == [(0, None), (1, None), (2, 7.0)]

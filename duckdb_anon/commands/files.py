@@ -7,11 +7,13 @@ session variable, for a view), never as SQL text; the relation names are this mo
 Outputs: :func:`checked_output` refuses a path that is one of the run's inputs (compared as resolved
 paths), an existing file unless --force, and a folder that does not exist; :func:`written_atomically`
 has the command write a temporary file in the target's folder and renames it into place only when the
-whole run succeeded, so a failed or interrupted run leaves neither a partial output nor the temporary file.
+whole run succeeded, so a failed or interrupted run leaves neither a partial output nor the temporary file
+(a killed one's is removed by the next run writing the same target).
 """
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -178,11 +180,67 @@ def checked_output(argument: str, path_text: str, suffixes: dict[str, str], *, f
     return target, kind
 
 
+def _temporary_name(target: Path, pid: int, tag: str) -> str:
+    """The hidden name of a run's temporary file for `target`: the run's process id and a random tag
+    (8 hexadecimal digits). _temporary_pattern matches these names and no other."""
+    return f".{target.name}.{pid}-{tag}.tmp"
+
+
+def _temporary_pattern(target: Path) -> re.Pattern:
+    """The names _temporary_name gives, for `target`; group 1 is the process id."""
+    return re.compile(re.escape(f".{target.name}.") + r"([0-9]+)-[0-9a-f]{8}\.tmp\Z")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one of another user counts: it cannot be signalled, but it runs)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # not a process id at all: not ours to judge
+        return True
+    return True
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove the temporary files that runs killed outright (SIGKILL, a power cut) left for `target`: files
+    named exactly as written_atomically names them, whose process has ended. A file of a running process,
+    this one included, is kept, and so is anything else in the folder. Returns the files removed.
+
+    On a system without POSIX process signals nothing is removed: there, os.kill would end the process."""
+    if os.name != "posix":
+        return []
+    pattern = _temporary_pattern(target)
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return []
+    for entry in entries:
+        found = pattern.match(entry.name)
+        if not found or not entry.is_file(follow_symlinks=False):
+            continue
+        pid = int(found.group(1))
+        if pid == os.getpid() or pid <= 0 or _alive(pid):
+            continue
+        try:
+            os.unlink(entry.path)
+        except FileNotFoundError:  # another run removed it first
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
 @contextmanager
 def written_atomically(target: Path, argument: str, *, force: bool) -> Iterator[Path]:
     """Yields a temporary path in `target`'s folder to write to; renames it to `target` when the block
-    succeeds, removes it whatever happens (an error, Ctrl-C, the SIGTERM that cli.main turns into one)."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    succeeds, removes it whatever happens (an error, Ctrl-C, the SIGTERM that cli.main turns into one).
+    A kill -9 cannot be caught: the temporary files such runs left are removed by the next run writing the
+    same target (remove_stale_temporaries)."""
+    remove_stale_temporaries(target)
+    temporary = target.with_name(_temporary_name(target, os.getpid(), secrets.token_hex(4)))
     try:
         yield temporary
         if not temporary.is_file():

@@ -30,6 +30,14 @@ from sqlglot import exp
 NUMERIC, TEMPORAL, CATEGORICAL = "numeric", "temporal", "categorical"
 
 
+def _escaped(value: str) -> str:
+    """SQL for one category value as a text label writes it: the rule of anon_label_escape
+    (sql/00_helpers.sql), in SQL every engine reads (`value` is an internal column name)."""
+    text = f"CAST({value} AS VARCHAR)"
+    return (f"CASE WHEN {value} IS NULL THEN 'NULL' WHEN {text} IN ('NULL', '*') THEN '\\' || {text} "
+            f"ELSE replace(replace(replace(replace({text}, '\\', '\\\\'), ',', '\\,'), '{{', '\\{{'), '}}', '\\}}') END")
+
+
 @dataclass(frozen=True)
 class QI:
     """One quasi-identifier: the column's real name and how its values are ordered."""
@@ -299,20 +307,22 @@ class Plan:
         """Per class (partition): rows, and per QI its text label and typed bounds (lo, hi, mean).
 
         Numbers and dates read "lo-hi" ("lo/hi" for dates and times) or the value, then ",NULL" when the
-        class also holds NULL; categories read as the set of values present in key order, "{a,b}"."""
+        class also holds NULL; categories read as the value, or the set of values present in key order,
+        "{a,b}", each escaped as _escaped writes it."""
         ctes, joins, cols = ["members AS (SELECT f.part, f.n, "
                              f"{self._each('c.v{d}, c.k{d}')} FROM final f JOIN cells c ON f.cell = c.cell)"], [], []
         for d, qi in enumerate(self.qis):
             if qi.kind == CATEGORICAL:
                 ctes.append(f"set{d} AS (SELECT part, count(*) AS m, max(v{d}) AS one, "
                             # a list sorted once per class: faster than an ordered string_agg
-                            f"array_to_string(list_transform(list_sort(list({{'k': k{d}, 's': coalesce(CAST(v{d} AS VARCHAR), 'NULL')}})), "
+                            f"array_to_string(list_transform(list_sort(list({{'k': k{d}, 's': {_escaped(f'v{d}')}}})), "
                             f"lambda x: x.s), ',') AS vals, "
                             f"arg_min(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS lo, "
                             f"arg_max(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS hi "
                             f"FROM (SELECT DISTINCT part, v{d}, k{d} FROM members) GROUP BY part)")
                 joins.append(f"JOIN set{d} ON set{d}.part = b.part")
-                cols.append(f"CASE WHEN set{d}.m = 1 THEN CAST(set{d}.one AS VARCHAR) ELSE '{{' || set{d}.vals || '}}' END AS text{d}, "
+                cols.append(f"CASE WHEN set{d}.m = 1 THEN CASE WHEN set{d}.one IS NOT NULL THEN {_escaped(f'set{d}.one')} END "
+                            f"ELSE '{{' || set{d}.vals || '}}' END AS text{d}, "
                             f"set{d}.lo AS lo{d}, set{d}.hi AS hi{d}, CAST(NULL AS DOUBLE) AS mean{d}")
             else:
                 dash = "/" if qi.kind == TEMPORAL else "-"

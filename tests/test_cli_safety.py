@@ -192,7 +192,7 @@ def test_a_run_removes_the_temporary_files_of_killed_runs_only(folder, capsys):
             (folder / name).write_text("")
         (folder / f".out.csv.{dead}-fedcba98.tmp").mkdir()  # a folder, even with our name, is not ours
         kept.add(f".out.csv.{dead}-fedcba98.tmp")
-        assert main(["mondrian", str(folder / "in.csv"), "--qi", "age", "-k", "10", "-o", str(folder / "out.csv")]) == 0
+        assert main(["mondrian", str(folder / "in.csv"), "--qi", "age", "-k", "10", "--keep-all", "-o", str(folder / "out.csv")]) == 0
         left = {p.name for p in folder.iterdir()}
         assert not stale.exists() and kept <= left and "out.csv" in left
     finally:
@@ -207,7 +207,7 @@ def test_kill_9_leaves_a_temporary_file_that_the_next_run_removes(tmp_path):
         "FROM range(300000)) TO '" + str(source) + "'")
     target = tmp_path / "out.parquet"
     child = subprocess.Popen([sys.executable, "-m", "duckdb_anon.cli", "mondrian", str(source), "--qi", "age,zip",
-                              "-k", "10", "-o", str(target)], stderr=subprocess.DEVNULL)
+                              "-k", "10", "--drop", "id", "-o", str(target)], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
         assert child.poll() is None and time.monotonic() < deadline, "the run ended before writing"
@@ -216,6 +216,6 @@ def test_kill_9_leaves_a_temporary_file_that_the_next_run_removes(tmp_path):
     child.wait()
     left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert left and all(f".{child.pid}-" in name for name in left)
-    done = run("mondrian", source, "--qi", "age,zip", "-k", "10", "-o", target)
+    done = run("mondrian", source, "--qi", "age,zip", "-k", "10", "--drop", "id", "-o", target)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet", "out.parquet"]

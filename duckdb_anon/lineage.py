@@ -112,10 +112,11 @@ def audit(con: duckdb.DuckDBPyConnection, fn: str, name: str, source: str, earli
             why = (f"the earlier release {release!r} of {source!r} cannot be audited for differencing: "
                    + ("no column identifies the people of this release (pass id_column=..., a column whose values identify "
                       "each person, or declare such an identifier)" if person is None else
-                      f"{release!r} recorded no person column" if theirs is None else
-                      f"{release!r} identified people by {theirs!r}, this release by {person!r}"))
+                      f"{release!r} was published without a column identifying its people (id_column), so its rows cannot "
+                      "be matched" if theirs is None else
+                      f"{release!r} identified people by {theirs!r}, this release by {person!r} (pass id_column={theirs!r})"))
             if not allow_differencing:
-                raise DeclarationError(f"{fn}(): {why}; {take}")
+                raise DeclarationError(f"{fn}(): {why}; or pass allow_differencing=True to publish without the audit")
             record["differencing_warning"] = f"published without a differencing audit: {why}"
             return record
         in_both, below, singled = _figures(con, release, k)

@@ -75,9 +75,16 @@ def stage_people(con: duckdb.DuckDBPyConnection, fn: str, qis: list[str], argume
 
 def previous_release(con: duckdb.DuckDBPyConnection, source: str) -> str | None:
     """The latest release of `source` in anon_releases, or None."""
-    found = con.execute("SELECT name FROM anon_releases WHERE source_table = ? ORDER BY created_at DESC, name DESC LIMIT 1",
-                        [source]).fetchall()
-    return found[0][0] if found else None
+    found = earlier_releases(con, source)
+    return found[0] if found else None
+
+
+def earlier_releases(con: duckdb.DuckDBPyConnection, source: str, first: str | None = None) -> list[str]:
+    """Every release of `source` in anon_releases, `first` first, then the latest first: a new release is
+    audited against each, since readers may hold any of them."""
+    names = [r[0] for r in con.execute("SELECT name FROM anon_releases WHERE source_table = ? ORDER BY created_at DESC, name DESC",
+                                       [source]).fetchall()]
+    return ([first] if first else []) + [n for n in names if n != first]
 
 
 def _figures(con: duckdb.DuckDBPyConnection, earlier: str, k: int | None) -> tuple[int, int, int]:

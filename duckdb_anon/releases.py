@@ -54,13 +54,12 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
-    (lineage.audit: by default the latest one), record it: one transaction. With `person`, `select_sql`
+    (lineage.audit: every one, the latest or `earlier`[0] recorded as previous_release), record it: one transaction. With `person`, `select_sql`
     puts the person column first as __anon_person, and the release's people go to anon_release_people.
     `held`: a temporary table (person, labels, reason) of the people a re-release held back."""
     target = _identifier(con, name)
     if earlier is None:
-        latest = lineage.previous_release(con, record["source_table"])
-        earlier = [latest] if latest else []
+        earlier = lineage.earlier_releases(con, record["source_table"])
     con.execute("BEGIN TRANSACTION")
     try:
         if person is None:

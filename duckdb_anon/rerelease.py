@@ -124,7 +124,7 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
             select_sql = con.execute("SELECT anon_policy_person_sql(?, ?, ?)", [table, person, ROWS]).fetchall()[0][0]
         else:
             select_sql = f"SELECT {_identifier(con, person)} AS __anon_person, * FROM {ROWS}"
-        earlier = [r[0] for r in con.execute("SELECT release_name FROM anon_lineage(?) ORDER BY depth", [prior["name"]]).fetchall()]
+        earlier = lineage.earlier_releases(con, table, first=prior["name"])
         return _freeze(con, fn, name, replace, select_sql, [], record, None, person=person, person_argument="table",
                        earlier=earlier, held=HELD)
     finally:

@@ -1,0 +1,60 @@
+"""A plain re-publish against a re-release, after inserts and deletes on the example `patients` table
+(2,000 people, declared as in docs/releases.md: QIs age, sex, zip; k = 10, l = 2). For each change to the
+first release r1: what the differencing audit finds when the changed table is published again by Mondrian
+(publish_release with allow_differencing=True), and what publish_rerelease() holds back and how long it
+takes. Prints a Markdown table.   python bench/bench_rerelease.py"""
+import time
+
+import duckdb_anon
+
+DECLARATIONS = """INSERT INTO anon_column_roles (table_name, column_name, role, pseudonymize) VALUES
+    ('patients', 'patient_id', 'identifier', true), ('patients', 'name', 'identifier', false),
+    ('patients', 'birth_date', 'identifier', false), ('patients', 'age', 'quasi_identifier', false),
+    ('patients', 'zip', 'quasi_identifier', false), ('patients', 'sex', 'quasi_identifier', false),
+    ('patients', 'diagnosis', 'sensitive', false), ('patients', 'visits', 'insensitive', false);
+INSERT INTO anon_policies (table_name, k, l, key_name) VALUES ('patients', 10, 2, 'clinic');"""
+
+CHANGES = [  # (label, SQL run on the first release's source)
+    ("1 insert", "INSERT INTO patients SELECT * FROM more WHERE patient_id BETWEEN 'P02001' AND 'P02001'"),
+    ("10 inserts", "INSERT INTO patients SELECT * FROM more WHERE patient_id BETWEEN 'P02001' AND 'P02010'"),
+    ("100 inserts", "INSERT INTO patients SELECT * FROM more WHERE patient_id BETWEEN 'P02001' AND 'P02100'"),
+    ("10 deletes", "DELETE FROM patients WHERE patient_id IN (SELECT patient_id FROM patients ORDER BY hash(patient_id) LIMIT 10)"),
+    ("100 deletes", "DELETE FROM patients WHERE patient_id IN (SELECT patient_id FROM patients ORDER BY hash(patient_id) LIMIT 100)"),
+    ("100 deletes + 100 inserts", "DELETE FROM patients WHERE patient_id IN (SELECT patient_id FROM patients ORDER BY hash(patient_id) "
+                                  "LIMIT 100); INSERT INTO patients SELECT * FROM more WHERE patient_id BETWEEN 'P02001' AND 'P02100'"),
+    ("20 ages +10 years", "UPDATE patients SET age = age + 10 WHERE patient_id IN (SELECT patient_id FROM patients "
+                          "ORDER BY hash(patient_id, 1) LIMIT 20)"),
+]
+
+
+def fresh():
+    con = duckdb_anon.connect()
+    duckdb_anon.load_patients(con)
+    duckdb_anon.load_patients(con, "more", rows=2100)
+    con.execute(DECLARATIONS)
+    duckdb_anon.apply_policies(con)
+    duckdb_anon.set_pseudonym_key(con, "clinic", duckdb_anon.new_pseudonym_key())
+    duckdb_anon.publish_release(con, "patients", "r1")
+    return con
+
+
+def main():
+    print("| change to r1's source | plain re-publish: below k | singled out | re-release: published | held back "
+          "| below k | singled out | seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, change in CHANGES:
+        con = fresh()
+        con.execute(change)
+        plain = duckdb_anon.publish_release(con, "patients", "plain", allow_differencing=True)
+        con.execute("DELETE FROM anon_releases WHERE name = 'plain'")  # so the re-release is audited against r1 only
+        start = time.perf_counter()
+        again = duckdb_anon.publish_rerelease(con, "patients", "r2", previous="r1")
+        seconds = time.perf_counter() - start
+        held = con.execute("SELECT count(*) FROM anon_release_held WHERE release_name = 'r2'").fetchall()[0][0]
+        print(f"| {label} | {plain['differencing_below_k']} | {plain['differencing_singled_out']} | {again['rows']} | {held} "
+              f"| {again['differencing_below_k']} | {again['differencing_singled_out']} | {seconds:.1f} |")
+        con.close()
+
+
+if __name__ == "__main__":
+    main()

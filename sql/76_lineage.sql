@@ -77,7 +77,11 @@ sens AS MATERIALIZED (
 people AS (SELECT DISTINCT person FROM src),
 known AS MATERIALIZED (SELECT * FROM anon_lineage_people(previous)),
 classes AS (SELECT DISTINCT labels FROM known),
-class_long AS (SELECT labels, unnest(list_transform(qis, lambda q: lower(q))) AS qi, unnest(labels) AS label FROM classes),
+kinds AS (SELECT DISTINCT qi, kind FROM src),
+class_long AS MATERIALIZED (  -- each class's label per QI, parsed once
+    SELECT l.labels, l.qi, kinds.kind, anon_label_read(to_json(l.label), kinds.kind) AS region
+    FROM (SELECT labels, unnest(list_transform(qis, lambda q: lower(q))) AS qi, unnest(labels) AS label FROM classes) l
+         JOIN kinds USING (qi)),
 candidates AS (
     SELECT p.person, n.labels, true AS released FROM people p JOIN known n USING (person)
     UNION ALL
@@ -85,8 +89,9 @@ candidates AS (
     WHERE NOT EXISTS (SELECT 1 FROM known n WHERE n.person = p.person)),
 fit AS MATERIALIZED (
     SELECT c.person, c.labels, c.released,
-           bool_and(anon_label_covers(anon_label_read(to_json(cl.label), s.kind), s.t, s.x)) AS inside
-    FROM candidates c JOIN src s ON s.person = c.person JOIN class_long cl ON cl.labels = c.labels AND cl.qi = s.qi
+           bool_and(anon_label_covers(cl.region, s.t, s.x)) AS inside
+    FROM candidates c JOIN src s ON s.person = c.person
+         JOIN class_long cl ON cl.labels = c.labels AND cl.qi = s.qi AND cl.kind = s.kind
     GROUP BY c.person, c.labels, c.released),
 kept AS (SELECT person, labels FROM fit WHERE released AND inside),
 shared AS (  -- per class and earlier release: how many of the people it had there are kept now
@@ -98,9 +103,10 @@ safe AS (
     SELECT kept.labels FROM kept JOIN sens USING (person) GROUP BY kept.labels
     HAVING count(*) >= k AND count(DISTINCT sens.s) >= coalesce(l, 1)
        AND NOT EXISTS (SELECT 1 FROM shared WHERE shared.labels = kept.labels AND shared.n < k)),
-homes AS (SELECT person, min(labels) AS labels FROM fit WHERE NOT released AND inside GROUP BY person),
+homes AS (SELECT person, min(labels) AS labels FROM fit WHERE NOT released AND inside AND labels IN (SELECT labels FROM safe)
+          GROUP BY person),
 batches AS (
-    SELECT homes.labels FROM homes JOIN sens USING (person) WHERE homes.labels IN (SELECT labels FROM safe)
+    SELECT homes.labels FROM homes JOIN sens USING (person)
     GROUP BY homes.labels HAVING count(*) >= join_batch AND count(DISTINCT sens.s) >= coalesce(l, 1)),
 joined AS (SELECT person, labels FROM homes WHERE labels IN (SELECT labels FROM batches))
 SELECT person, labels, CASE WHEN labels IN (SELECT labels FROM safe) THEN 'kept'

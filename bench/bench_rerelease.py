@@ -3,16 +3,14 @@
 first release r1: what the differencing audit finds when the changed table is published again by Mondrian
 (publish_release with allow_differencing=True), and what publish_rerelease() holds back and how long it
 takes. Prints a Markdown table.   python bench/bench_rerelease.py"""
+import sys
 import time
+from pathlib import Path
 
 import duckdb_anon
 
-DECLARATIONS = """INSERT INTO anon_column_roles (table_name, column_name, role, pseudonymize) VALUES
-    ('patients', 'patient_id', 'identifier', true), ('patients', 'name', 'identifier', false),
-    ('patients', 'birth_date', 'identifier', false), ('patients', 'age', 'quasi_identifier', false),
-    ('patients', 'zip', 'quasi_identifier', false), ('patients', 'sex', 'quasi_identifier', false),
-    ('patients', 'diagnosis', 'sensitive', false), ('patients', 'visits', 'insensitive', false);
-INSERT INTO anon_policies (table_name, k, l, key_name) VALUES ('patients', 10, 2, 'clinic');"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_lineage import clinic  # noqa: E402  the tests' setting: patients declared as in the docs, more, release r1
 
 CHANGES = [  # (label, SQL run on the first release's source)
     ("1 insert", "INSERT INTO patients SELECT * FROM more WHERE patient_id BETWEEN 'P02001' AND 'P02001'"),
@@ -29,12 +27,7 @@ CHANGES = [  # (label, SQL run on the first release's source)
 
 def fresh():
     con = duckdb_anon.connect()
-    duckdb_anon.load_patients(con)
-    duckdb_anon.load_patients(con, "more", rows=2100)
-    con.execute(DECLARATIONS)
-    duckdb_anon.apply_policies(con)
-    duckdb_anon.set_pseudonym_key(con, "clinic", duckdb_anon.new_pseudonym_key())
-    duckdb_anon.publish_release(con, "patients", "r1")
+    clinic(con)
     return con
 
 

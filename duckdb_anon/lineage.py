@@ -94,7 +94,8 @@ def _figures(con: duckdb.DuckDBPyConnection, earlier: str, k: int | None) -> tup
     con.execute(f"CREATE OR REPLACE TEMP VIEW __anon_diff_new AS SELECT person, labels FROM {PEOPLE}")
     try:
         return con.execute("SELECT people_in_both, people_below_k, people_singled_out FROM release_differencing("
-                           f"'__anon_diff_earlier', '__anon_diff_new', ['labels'], 'person', k := {'NULL' if k is None else int(k)})").fetchall()[0]
+                           f"'__anon_diff_earlier', '__anon_diff_new', ['labels'], 'person', "
+                           f"k := {'NULL' if k is None else int(k)})").fetchall()[0]
     finally:
         con.execute("DROP VIEW IF EXISTS __anon_diff_earlier")
         con.execute("DROP VIEW IF EXISTS __anon_diff_new")

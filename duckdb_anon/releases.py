@@ -3,7 +3,8 @@
 A live view over ``anonymized()`` or ``mondrian()`` re-partitions whenever its source changes, and two reads
 of it can be intersected (see the SQL macro ``release_differencing``). A frozen release does not move under
 its readers. Publishing is all or nothing: the table and its catalog row are written in one transaction,
-so a failure leaves neither behind.
+so a failure leaves neither behind. A release of a source that has earlier releases is audited against
+them for differencing first (duckdb_anon.lineage), and refused unless the caller allows the risk.
 
 SQL text here is built from fixed text, parameters, and names quoted by the SQL macros' own escaping.
 """
@@ -54,8 +55,9 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
-    (lineage.audit: every one, the latest or `earlier`[0] recorded as previous_release), record it: one transaction. With `person`, `select_sql`
-    puts the person column first as __anon_person, and the release's people go to anon_release_people.
+    (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
+    transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
+    release's people go to anon_release_people.
     `held`: a temporary table (person, labels, reason) of the people a re-release held back."""
     target = _identifier(con, name)
     if earlier is None:

@@ -67,7 +67,8 @@ def test_a_second_release_after_inserts_is_refused_with_the_figures_and_recorded
         assert f"leaves {below} of the 2000 people in both below k = 10 and singles out {singled}" in message
         assert recorded["previous_release"] == "r1" and recorded["person_column"] == "patient_id"
         assert (recorded["differencing_below_k"], recorded["differencing_singled_out"]) == (below, singled)
-        assert recorded["differencing_warning"].startswith("published with allow_differencing") and str(below) in recorded["differencing_warning"]
+        warning = recorded["differencing_warning"]
+        assert warning.startswith("published with allow_differencing") and f"leaves {below} " in warning
         assert con.execute("SELECT * FROM patients ORDER BY patient_id").fetchall() == source
     finally:
         con.execute("DELETE FROM patients WHERE patient_id > 'P02000'")
@@ -100,7 +101,8 @@ def test_without_a_person_column_a_later_release_fails_closed(con):
     con.execute("CREATE TABLE t AS SELECT range AS id, range % 37 AS age FROM range(200)")
     first = duckdb_anon.publish_mondrian(con, "t", "m1", ["age"], 5)
     assert first["person_column"] is None
-    with pytest.raises(DeclarationError, match=r"publish_mondrian\(\): the earlier release 'm1' of 't' cannot be audited .*without a column identifying its people.*allow_differencing=True"):
+    with pytest.raises(DeclarationError, match=r"publish_mondrian\(\): the earlier release 'm1' of 't' cannot be audited "
+                                               r".*without a column identifying its people.*allow_differencing=True"):
         duckdb_anon.publish_mondrian(con, "t", "m2", ["age"], 5, id_column="id")
     assert con.execute("SELECT count(*) FROM anon_releases").fetchall() == [(1,)]
     recorded = duckdb_anon.publish_mondrian(con, "t", "m2", ["age"], 5, id_column="id", allow_differencing=True)

@@ -113,6 +113,13 @@ def _policy_record(con: duckdb.DuckDBPyConnection, fn: str, table: object, name:
     declared = con.execute("SELECT count(*) FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0][0]
     if not declared:
         raise DeclarationError(f"{fn}(): argument 'table': {table!r} has no policy in anon_policies (declare its roles first)")
+    # the release is built from anon_policy_sql(), so it refuses what anonymized() refuses: declarations changed
+    # since they were applied (anonymized()'s branch for the table carries the fingerprint it was made from)
+    current = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anonymized' "
+                          "AND contains(macro_definition, anon_policy_fingerprint(?))", [table]).fetchall()[0][0]
+    if not current:
+        raise DeclarationError(f"{fn}(): argument 'table': the declarations of {table!r} changed since they were applied: run "
+                               "duckdb_anon.apply_policies(con) (or execute the text of SELECT anon_compile_policies())")
     qis = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'quasi_identifier' "
                                      "ORDER BY column_name", [table]).fetchall()]
     sensitive = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'sensitive'",

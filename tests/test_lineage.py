@@ -135,3 +135,16 @@ def test_install_keeps_the_catalog_and_upgrades_an_old_one(tmp_path):
     assert old.execute("SELECT name, person_column, previous_release FROM anon_releases").fetchall() == [("old", None, None)]
     assert old.execute("SELECT * FROM anon_release_people").fetchall() == [("old", "p1", ["1-2"])]
     old.close()
+
+
+def test_publishing_refuses_declarations_changed_since_they_were_applied(con):
+    """As anonymized() does: the release would not be the one the applied declarations describe."""
+    from test_roles import declare_patients, make_patients
+    make_patients(con)
+    declare_patients(con)
+    duckdb_anon.set_pseudonym_key(con, "clinic", KEY)
+    con.execute("UPDATE anon_policies SET k = 20")
+    with pytest.raises(DeclarationError, match=r"publish_release\(\): argument 'table': .*changed since they were applied"):
+        duckdb_anon.publish_release(con, "patients", "r")
+    duckdb_anon.apply_policies(con)
+    assert duckdb_anon.publish_release(con, "patients", "r")["k"] == 20

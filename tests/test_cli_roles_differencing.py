@@ -55,3 +55,13 @@ def test_publish_refuses_a_release_that_can_be_differenced_and_prints_the_figure
     assert differencing(con.execute("SELECT * FROM r1").df(), con.execute("SELECT * FROM r3").df(),
                         ["age", "sex", "zip"], "patient_id", 10) == (0, 0)
     con.close()
+
+
+@pytest.mark.parametrize("flags, word", [(["--previous", "r1"], "--previous"), (["--rerelease", "--allow-differencing"], "--rerelease"),
+                                         (["--rerelease", "--id-column", "patient_id"], "--rerelease")])
+def test_publish_flags_that_do_not_go_together_exit_2(clinic, flags, word):
+    out = run("publish", clinic, "patients", "r1", *flags, "--quiet", env={**os.environ, "DUCKDB_ANON_KEY_CLINIC": KEY})
+    assert out.returncode == 2 and word in out.stderr
+    con = duckdb.connect(str(clinic), read_only=True)
+    assert con.execute("SELECT count(*) FROM anon_releases").fetchall() == [(0,)]
+    con.close()

@@ -86,6 +86,11 @@ def _set_keys(con: duckdb.DuckDBPyConnection, table: str) -> None:
 
 
 def publish(args: argparse.Namespace) -> int:
+    if args.previous is not None and not args.rerelease:
+        raise BadArgument("--previous", "names the release a --rerelease follows; add --rerelease")
+    if args.rerelease and (args.allow_differencing or args.id_column is not None):
+        raise BadArgument("--rerelease", "keeps the people and classes of the release it follows: it takes no "
+                                         "--allow-differencing and no --id-column")
     con = open_database("DATABASE", args.database)
     try:
         with Progress(con, "publish", quiet=args.quiet) as progress:

@@ -114,7 +114,7 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
                     f"{int(join_batch)})")
         _new_classes(con, table, person, qis, k, options)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {HELD} AS SELECT person, labels, "
-                    f"CASE WHEN status = 'pool' THEN 'held: waiting for enough new people to make a class of k' ELSE status END "
+                    f"CASE WHEN status = 'pool' THEN 'held: waiting for enough new people to make classes of k (and l)' ELSE status END "
                     f"AS reason FROM {ASSIGNED} WHERE status NOT IN ('kept', 'joined', 'new class')")
         replaced = ", ".join(f"a.labels[{i + 1}] AS {quoted[q]}" for i, q in enumerate(qis))
         con.execute(f"CREATE OR REPLACE TEMP TABLE {ROWS} AS SELECT s.* REPLACE ({replaced}) FROM query_table({_literal(con, table)}) s "

@@ -62,7 +62,9 @@ GROUP BY p.person;
 --            this release are 0 or at least k (an id-matched intersection finds no smaller group), and the
 --            kept people are l-diverse (distinct) in `sensitive`
 --   joined   never released; their values fall in a safe class's region (the first such class in label
---            order), and at least join_batch such people with l distinct sensitive values join it at once
+--            order among the classes of released people with the same values, or among all classes when
+--            there are none), and at least join_batch such people with l distinct sensitive values join it
+--            at once
 --   pool     never released and not joined: Mondrian over the pool makes new classes (the driver does it)
 --   held: …  released before but not publishable now (moved out of their class, or their class unsafe)
 -- The QI values are read as the audits read them (anon_aux_long, anon_label_read, anon_label_covers).
@@ -82,11 +84,19 @@ class_long AS MATERIALIZED (  -- each class's label per QI, parsed once
     SELECT l.labels, l.qi, kinds.kind, anon_label_read(to_json(l.label), kinds.kind) AS region
     FROM (SELECT labels, unnest(list_transform(qis, lambda q: lower(q))) AS qi, unnest(labels) AS label FROM classes) l
          JOIN kinds USING (qi)),
+keys AS MATERIALIZED (SELECT person, list(coalesce(t, chr(0)) ORDER BY qi) AS key FROM src GROUP BY person),
+alike AS MATERIALIZED (  -- a new person's candidates: the classes of released people with the same values
+    SELECT DISTINCT fresh.person, n.labels
+    FROM keys fresh JOIN keys same ON same.key = fresh.key JOIN known n ON n.person = same.person
+    WHERE NOT EXISTS (SELECT 1 FROM known w WHERE w.person = fresh.person)),
 candidates AS (
     SELECT p.person, n.labels, true AS released FROM people p JOIN known n USING (person)
     UNION ALL
+    SELECT person, labels, false FROM alike
+    UNION ALL  -- a new person nobody released shares values with: every class
     SELECT p.person, c.labels, false FROM people p CROSS JOIN classes c
-    WHERE NOT EXISTS (SELECT 1 FROM known n WHERE n.person = p.person)),
+    WHERE NOT EXISTS (SELECT 1 FROM known n WHERE n.person = p.person)
+      AND NOT EXISTS (SELECT 1 FROM alike a WHERE a.person = p.person)),
 fit AS MATERIALIZED (
     SELECT c.person, c.labels, c.released,
            bool_and(anon_label_covers(cl.region, s.t, s.x)) AS inside

@@ -57,8 +57,9 @@ def test_publish_refuses_a_release_that_can_be_differenced_and_prints_the_figure
     con.close()
 
 
-@pytest.mark.parametrize("flags, word", [(["--previous", "r1"], "--previous"), (["--rerelease", "--allow-differencing"], "--rerelease"),
-                                         (["--rerelease", "--id-column", "patient_id"], "--rerelease")])
+@pytest.mark.parametrize("flags, word", [(["--previous", "r1"], "--previous: names the release a --rerelease follows"),
+                                         (["--rerelease", "--allow-differencing"], "--rerelease: keeps the people"),
+                                         (["--rerelease", "--id-column", "patient_id"], "--rerelease: keeps the people")])
 def test_publish_flags_that_do_not_go_together_exit_2(clinic, flags, word):
     out = run("publish", clinic, "patients", "r1", *flags, "--quiet", env={**os.environ, "DUCKDB_ANON_KEY_CLINIC": KEY})
     assert out.returncode == 2 and word in out.stderr

@@ -66,7 +66,10 @@ GROUP BY p.person;
 --            there are none), and at least join_batch such people with l distinct sensitive values join it
 --            at once
 --   pool     never released and not joined: Mondrian over the pool makes new classes (the driver does it)
---   held: …  released before but not publishable now (moved out of their class, or their class unsafe)
+--   held: …  released before but not publishable now: moved out of their class; or fewer than
+--            least(join_batch, k) remain of their cohort (the people who entered the class in the same
+--            release), so that the people of a class who were not in an earlier release are 0 or at least
+--            that many; or their class is unsafe
 -- The QI values are read as the audits read them (anon_aux_long, anon_label_read, anon_label_covers).
 CREATE OR REPLACE MACRO anon_rerelease_assign(source, qis, person_column, previous, k, sensitive, l, join_batch) AS TABLE
 WITH
@@ -103,7 +106,14 @@ fit AS MATERIALIZED (
     FROM candidates c JOIN src s ON s.person = c.person
          JOIN class_long cl ON cl.labels = c.labels AND cl.qi = s.qi AND cl.kind = s.kind
     GROUP BY c.person, c.labels, c.released),
-kept AS (SELECT person, labels FROM fit WHERE released AND inside),
+cohorts AS MATERIALIZED (  -- the released still inside their class, with how many of their cohort (the people who
+                            -- entered the class in the same release) are too
+    SELECT f.person, f.labels, count(*) OVER (PARTITION BY f.labels, e.entered) AS remaining
+    FROM fit f JOIN (SELECT p.person, arg_max(p.release_name, l.depth) AS entered
+                     FROM anon_release_people p JOIN anon_lineage(previous) l USING (release_name) GROUP BY p.person) e
+         USING (person)
+    WHERE f.released AND f.inside),
+kept AS (SELECT person, labels FROM cohorts WHERE remaining >= least(join_batch, k)),
 shared AS (  -- per class and earlier release: how many of the people it had there are kept now
     SELECT p.labels, p.release_name, count(*) AS n
     FROM anon_release_people p JOIN anon_lineage(previous) USING (release_name)
@@ -122,6 +132,9 @@ joined AS (SELECT person, labels FROM homes WHERE labels IN (SELECT labels FROM 
 SELECT person, labels, CASE WHEN labels IN (SELECT labels FROM safe) THEN 'kept'
                             ELSE 'held: its class would fall below k (or l) in an intersection with an earlier release' END AS status
 FROM kept
+UNION ALL
+SELECT person, labels, 'held: too few of the people who entered its class with it remain' FROM cohorts
+WHERE remaining < least(join_batch, k)
 UNION ALL
 SELECT person, labels, 'held: its values moved out of its class' FROM fit WHERE released AND NOT inside
 UNION ALL

@@ -4,7 +4,7 @@ import itertools
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
@@ -17,7 +17,8 @@ from test_roles import KEY, expected_pseudonym
 def check_release(con, source, release, lineage, qis, id_column, k, l=None, sensitive=None, pseudonym=None):
     """What a re-release promises, checked on the tables: every class has k rows (and l distinct sensitive
     values); the people of the source not published are exactly those held back; nobody is below k in an
-    id-matched intersection with any earlier release; a class gains 0 or at least k people never released before."""
+    id-matched intersection with any earlier release; against any earlier release, the people of a class not
+    released up to then are 0 or at least k."""
     frame = con.execute(f"SELECT * FROM {release}").df()
     key = row_keys(frame, qis)
     assert key.value_counts().min() >= k
@@ -29,13 +30,13 @@ def check_release(con, source, release, lineage, qis, id_column, k, l=None, sens
     shown = published if pseudonym is None else {pseudonym(p) for p in published}
     assert set(frame[id_column].astype(str)) == shown and len(frame) == len(shown)
     seen = set()
-    for earlier in lineage:
+    for earlier in lineage:  # oldest first
         before = con.execute(f"SELECT * FROM {earlier}").df()
         assert differencing(before, frame, qis, id_column, k) == (0, 0), (earlier, release)
         seen |= set(before[id_column])
-    new = ~frame[id_column].isin(seen)  # people never released before (not those back after being held)
-    gained = pd.Series(new.values, index=key.values).groupby(level=0).sum()
-    assert ((gained == 0) | (gained >= k)).all()
+        new = ~frame[id_column].isin(seen)  # people in no release up to `earlier` (not those back after being held)
+        gained = pd.Series(new.values, index=key.values).groupby(level=0).sum()
+        assert ((gained == 0) | (gained >= k)).all(), (earlier, release)
     return frame, len(held)
 
 
@@ -72,7 +73,7 @@ def test_a_lineage_with_deletes_holds_back_shrunken_classes_and_stays_safe_pairw
     _, held = check_release(con, "patients", "r3", ["r1", "r2"], QIS, "patient_id", 10, 2, "diagnosis",
                             lambda p: expected_pseudonym(KEY, p))
     reasons = dict(con.execute("SELECT reason, count(*) FROM anon_release_held WHERE release_name = 'r3' GROUP BY ALL").fetchall())
-    assert held > 0 and any("fall below k" in reason for reason in reasons)
+    assert held > 0 and any("fall below k" in reason or "too few of the people" in reason for reason in reasons)
     lineage = con.execute("SELECT name, previous_release FROM anon_releases ORDER BY created_at").fetchall()
     assert lineage == [("r1", None), ("r2", "r1"), ("r3", "r2")]
 
@@ -108,6 +109,7 @@ step = st.tuples(st.integers(0, 12), st.integers(0, 25), st.integers(0, 6))  # d
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), steps=st.lists(step, min_size=1, max_size=3))
+@example(seed=3465, steps=[(0, 15, 0), (0, 12, 0), (5, 0, 0)])  # deletions left 3 of a batch of 4 newcomers
 def test_random_inserts_deletes_and_moves_never_break_k_between_any_two_releases(con, seed, steps):
     """A small table, k = 4 and l = 2; each step deletes, inserts and moves (changes the age of) a few people
     chosen by the seed, then re-releases. Every pair of releases of the lineage is checked."""

@@ -4,9 +4,10 @@ Republishing a changed table with a fresh Mondrian run moves every cut, and two 
 person's id leave many people below k. A re-release keeps the previous release's classes instead, in the
 spirit of m-invariance (Xiao & Tao, SIGMOD 2007): everyone released before keeps their class (its labels);
 a new person joins the class whose region holds them, in batches; the rest wait in a held-back set until
-Mondrian over them can make new classes of k; and a class that deletions (or values that moved) would
-leave with fewer than k people in common with any earlier release of the lineage is held back whole rather
-than relabelled. The per-row work is the SQL macro anon_rerelease_assign (sql/76_lineage.sql); this module
+Mondrian over them can make new classes of k; a class that deletions (or values that moved) would leave
+with fewer than k people in common with any earlier release of the lineage is held back whole rather than
+relabelled; and so is what remains of a cohort (the people who entered a class together) once it is
+smaller than the batches people enter in, so that newcomers since any release stay a crowd. The per-row work is the SQL macro anon_rerelease_assign (sql/76_lineage.sql); this module
 drives it, runs Mondrian over the pool, and publishes through the same audit as every release, against
 every earlier release of the lineage.
 

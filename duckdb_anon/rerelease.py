@@ -123,8 +123,14 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
                     f"WHERE a.status IN ('kept', 'joined', 'new class')")
         if record["method"] == "policy":
             select_sql = con.execute("SELECT anon_policy_person_sql(?, ?, ?)", [table, person, ROWS]).fetchall()[0][0]
-        else:
-            select_sql = f"SELECT {_identifier(con, person)} AS __anon_person, * FROM {ROWS}"
+        else:  # exactly the columns the previous release published (mondrian()'s `keep` may have left some out)
+            columns = [r[0] for r in con.execute("SELECT column_name FROM anon_catalog_columns WHERE table_key = lower(?) "
+                                                 "ORDER BY column_index", [prior["name"]]).fetchall()]
+            if not columns:
+                raise DeclarationError(f"{fn}(): argument 'previous': the table of release {prior['name']!r} no longer exists, "
+                                       "so its columns are unknown")
+            select_sql = (f"SELECT {_identifier(con, person)} AS __anon_person, "
+                          f"{', '.join(_identifier(con, c) for c in columns)} FROM {ROWS}")
         earlier = lineage.earlier_releases(con, table, first=prior["name"])
         return _freeze(con, fn, name, replace, select_sql, [], record, None, person=person, person_argument="table",
                        earlier=earlier, held=HELD)

@@ -138,3 +138,16 @@ def test_random_inserts_deletes_and_moves_never_break_k_between_any_two_releases
     for a, b in itertools.combinations(releases, 2):  # the person map agrees with the tables
         assert differencing(con.execute(f"SELECT * FROM {a}").df(), con.execute(f"SELECT * FROM {b}").df(),
                             ["age", "zip"], "id", 4) == (0, 0)
+
+
+def test_a_rerelease_publishes_the_columns_of_the_release_it_follows(con):
+    """Not the source's: a column the first release did not publish (dropped here by hand) stays out."""
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 37 AS age, 'secret ' || range AS note FROM range(200)")
+    duckdb_anon.publish_mondrian(con, "t", "m1", ["age"], 5, id_column="id")
+    con.execute("ALTER TABLE m1 DROP COLUMN note")
+    con.execute("INSERT INTO t SELECT 200 + range, range % 37, 'new ' || range FROM range(20)")
+    duckdb_anon.publish_rerelease(con, "t", "m2")
+    assert con.execute("SELECT * FROM m2 LIMIT 0").df().columns.tolist() == ["id", "age"]
+    con.execute("DROP TABLE m1")
+    with pytest.raises(DeclarationError, match=r"publish_rerelease\(\): argument 'previous': the table of release 'm1' no longer"):
+        duckdb_anon.publish_rerelease(con, "t", "m3", previous="m1")

@@ -9,6 +9,7 @@ from duckdb_anon._install import connect, install, installed_version, sql_files
 from duckdb_anon.datasets import load_adult, load_adult_hierarchies, load_patients
 from duckdb_anon.pattern import preserve_patterns
 from duckdb_anon.releases import publish_mondrian, publish_release
+from duckdb_anon.rerelease import publish_rerelease
 from duckdb_anon.roles import (apply_policies, create_anonymized_view, declare_role, new_pseudonym_key, set_policy,
                                set_pseudonym_key)
 
@@ -16,4 +17,5 @@ __version__ = "0.1.0"
 
 __all__ = ["apply_policies", "connect", "create_anonymized_view", "declare_role", "install", "installed_version", "load_adult",
            "load_adult_hierarchies", "load_patients", "new_pseudonym_key", "preserve_patterns", "publish_mondrian", "publish_release",
+           "publish_rerelease",
            "set_policy", "set_pseudonym_key", "sql_files", "__version__"]

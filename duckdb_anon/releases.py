@@ -3,7 +3,8 @@
 A live view over ``anonymized()`` or ``mondrian()`` re-partitions whenever its source changes, and two reads
 of it can be intersected (see the SQL macro ``release_differencing``). A frozen release does not move under
 its readers. Publishing is all or nothing: the table and its catalog row are written in one transaction,
-so a failure leaves neither behind.
+so a failure leaves neither behind. A release of a source that has earlier releases is audited against
+them for differencing first (duckdb_anon.lineage), and refused unless the caller allows the risk.
 
 SQL text here is built from fixed text, parameters, and names quoted by the SQL macros' own escaping.
 """
@@ -13,6 +14,7 @@ import json
 
 import duckdb
 
+from duckdb_anon import lineage
 from duckdb_anon.roles import DeclarationError
 
 
@@ -50,34 +52,58 @@ def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitiv
 
 
 def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
-            record: dict, ncp_sql: str | None) -> dict:
-    """CREATE the table from `select_sql`, measure it, record it: one transaction."""
+            record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
+            allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None) -> dict:
+    """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
+    (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
+    transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
+    release's people go to anon_release_people.
+    `held`: a temporary table (person, labels, reason) of the people a re-release held back."""
     target = _identifier(con, name)
+    if earlier is None:
+        earlier = lineage.earlier_releases(con, record["source_table"])
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {target} AS {select_sql}", params)
+        if person is None:
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS {select_sql}", params)
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {lineage.STAGED} AS {select_sql}", params)
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * EXCLUDE (__anon_person) FROM {lineage.STAGED}")
+            lineage.stage_people(con, fn, record["qis"], person_argument)
         rows, achieved_k, achieved_l, achieved_t = _measure(con, name, record["qis"], record.get("sensitive"))
         ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
+        found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing)
+        if found["previous_release"] == name:  # a replaced release: the lineage goes on from what it followed
+            found["previous_release"] = con.execute("SELECT previous_release FROM anon_releases WHERE name = ?", [name]).fetchall()[0][0]
         con.execute("DELETE FROM anon_releases WHERE name = ?", [name])
         con.execute("INSERT INTO anon_releases (name, source_table, method, fingerprint, arguments, created_at, rows, qis, k, "
-                    "achieved_k, sensitive, achieved_l, achieved_t, ncp_percent) "
-                    "VALUES (?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "achieved_k, sensitive, achieved_l, achieved_t, ncp_percent, person_column, previous_release, "
+                    "differencing_below_k, differencing_singled_out, differencing_warning) "
+                    "VALUES (?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [name, record["source_table"], record["method"], record.get("fingerprint"), record.get("arguments"),
-                     rows, record["qis"], record.get("k"), achieved_k, record.get("sensitive"), achieved_l, achieved_t, ncp])
+                     rows, record["qis"], record.get("k"), achieved_k, record.get("sensitive"), achieved_l, achieved_t, ncp,
+                     person, found["previous_release"], found["differencing_below_k"], found["differencing_singled_out"],
+                     found["differencing_warning"]])
+        con.execute("DELETE FROM anon_release_people WHERE release_name = ?", [name])
+        con.execute("DELETE FROM anon_release_held WHERE release_name = ?", [name])
+        if person is not None:
+            con.execute(f"INSERT INTO anon_release_people SELECT ?, person, labels FROM {lineage.PEOPLE}", [name])
+        if held is not None:
+            con.execute(f"INSERT INTO anon_release_held SELECT ?, person, labels, reason FROM {held}", [name])
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
+    finally:
+        for temporary in lineage.TEMPORARY:
+            con.execute(f"DROP TABLE IF EXISTS {temporary}")
     result = con.execute("SELECT * FROM anon_releases WHERE name = ?", [name])
     columns = [d[0] for d in result.description]
     return dict(zip(columns, result.fetchall()[0]))
 
 
-def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, replace: bool = False) -> dict:
-    """Freeze ``anonymized(table)`` (the declared policy's release) into table `name` and record it in
-    ``anon_releases``; returns the recorded row. NCP is measured when the policy pseudonymizes an
-    identifier (rows are matched on it); otherwise ncp_percent is NULL."""
-    fn = "publish_release"
+def _policy_record(con: duckdb.DuckDBPyConnection, fn: str, table: object, name: object, replace: bool) -> dict:
+    """The catalog record of release `name` of `table` under its declared policy, or an error naming the argument."""
     if not isinstance(table, str) or not table:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
     _check_name(con, fn, name, replace)
@@ -87,11 +113,38 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
     declared = con.execute("SELECT count(*) FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0][0]
     if not declared:
         raise DeclarationError(f"{fn}(): argument 'table': {table!r} has no policy in anon_policies (declare its roles first)")
+    # the release is built from anon_policy_sql(), so it refuses what anonymized() refuses: declarations changed
+    # since they were applied (anonymized()'s branch for the table carries the fingerprint it was made from)
+    current = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anonymized' "
+                          "AND contains(macro_definition, anon_policy_fingerprint(?))", [table]).fetchall()[0][0]
+    if not current:
+        raise DeclarationError(f"{fn}(): argument 'table': the declarations of {table!r} changed since they were applied: run "
+                               "duckdb_anon.apply_policies(con) (or execute the text of SELECT anon_compile_policies())")
     qis = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'quasi_identifier' "
                                      "ORDER BY column_name", [table]).fetchall()]
     sensitive = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'sensitive'",
                                            [table]).fetchall()]
-    k, key_name = con.execute("SELECT k, key_name FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0]
+    k = con.execute("SELECT k FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0][0]
+    return {"source_table": table, "method": "policy", "qis": qis, "k": k,
+            "fingerprint": con.execute("SELECT anon_policy_fingerprint(?)", [table]).fetchall()[0][0],
+            "sensitive": sensitive[0] if len(sensitive) == 1 else None}
+
+
+def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, replace: bool = False,
+                    id_column: str | None = None, allow_differencing: bool = False) -> dict:
+    """Freeze ``anonymized(table)`` (the declared policy's release) into table `name` and record it in
+    ``anon_releases``; returns the recorded row. NCP is measured when the policy pseudonymizes an
+    identifier (rows are matched on it); otherwise ncp_percent is NULL.
+
+    Which person each row is (`id_column`, else a declared identifier whose values identify the rows) is
+    recorded in ``anon_release_people``. When `table` has an earlier release, the two are audited for
+    differencing and publishing is refused if the intersection leaves anyone below k or singles anyone out,
+    or if it cannot be audited; ``allow_differencing=True`` publishes anyway and records the warning."""
+    fn = "publish_release"
+    record = _policy_record(con, fn, table, name, replace)
+    qis = record["qis"]
+    key_name = con.execute("SELECT key_name FROM anon_policies WHERE table_name = ?", [table]).fetchall()[0][0]
+    person = lineage.person_column(con, fn, table, id_column)
     ids = [r[0] for r in con.execute("SELECT column_name FROM anon_column_roles WHERE table_name = ? AND role = 'identifier' "
                                      "AND pseudonymize ORDER BY column_name", [table]).fetchall()]
     ncp_sql = None
@@ -109,22 +162,24 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
             qi_list = con.execute("SELECT anon_sql_list(?)", [qis]).fetchall()[0][0]
             ncp_sql = (f"SELECT ncp_percent FROM ncp({{release}}, '__anon_publish_original', {qi_list}, "
                        f"{_literal(con, ids[0])}{hierarchy_arg})")
-    record = {"source_table": table, "method": "policy", "qis": qis, "k": k,
-              "fingerprint": con.execute("SELECT anon_policy_fingerprint(?)", [table]).fetchall()[0][0],
-              "sensitive": sensitive[0] if len(sensitive) == 1 else None}
+    select_sql, params = "SELECT * FROM anonymized(?)", [table]
+    if person is not None:  # the same release, with the person column in front (anon_policy_sql's own text)
+        select_sql, params = con.execute("SELECT anon_policy_person_sql(?, ?, NULL)", [table, person]).fetchall()[0][0], []
     try:
-        return _freeze(con, fn, name, replace, "SELECT * FROM anonymized(?)", [table], record, ncp_sql)
+        return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql, person=person,
+                       allow_differencing=allow_differencing)
     finally:
         con.execute("DROP VIEW IF EXISTS __anon_publish_original")
 
 
 def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis: list[str], k: int, *,
                      replace: bool = False, id_column: str | None = None, keep: list[str] | None = None,
-                     **options) -> dict:
+                     allow_differencing: bool = False, **options) -> dict:
     """Freeze ``mondrian(table, qis, k, keep := keep, **options)`` into table `name` and record it in
     ``anon_releases``; returns the recorded row. `keep` lists the non-QI columns to publish (mondrian()'s
     rule); without it every column passes through, identifiers included. With `id_column` (which `keep`
-    must then list), NCP is measured."""
+    must then list), NCP is measured and the people are recorded; an earlier release of `table` is audited
+    as :func:`publish_release` does."""
     fn = "publish_mondrian"
     if keep is not None:
         if id_column is not None and isinstance(keep, (list, tuple)) and id_column.lower() not in {str(c).lower() for c in keep}:
@@ -150,4 +205,8 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
         ncp_sql = f"SELECT ncp_percent FROM ncp({{release}}, {_literal(con, table)}, {qi_list}, {_literal(con, id_column)})"
     record = {"source_table": table, "method": "mondrian", "qis": list(qis), "k": k, "arguments": arguments,
               "sensitive": options.get("sensitive")}
-    return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql)
+    person = None if id_column is None else lineage.column_of(con, fn, table, "id_column", id_column)
+    if person is not None:
+        select_sql = f"SELECT {_identifier(con, person)} AS __anon_person, * FROM mondrian(?, ?::VARCHAR[], ?{named})"
+    return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql, person=person,
+                   allow_differencing=allow_differencing)

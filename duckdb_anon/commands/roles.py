@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from duckdb_anon import connect, new_pseudonym_key, publish_release, set_pseudonym_key
+from duckdb_anon import connect, new_pseudonym_key, publish_release, publish_rerelease, set_pseudonym_key
 from duckdb_anon.commands.errors import BadArgument, argument_error, first_line
 from duckdb_anon.commands.database import open_database, print_table
 from duckdb_anon.commands.files import (attach_database, checked_output, columns_of, data_file, existing_file,
@@ -86,28 +86,56 @@ def _set_keys(con: duckdb.DuckDBPyConnection, table: str) -> None:
 
 
 def publish(args: argparse.Namespace) -> int:
+    if args.previous is not None and not args.rerelease:
+        raise BadArgument("--previous", "names the release a --rerelease follows; add --rerelease")
+    if args.rerelease and (args.allow_differencing or args.id_column is not None):
+        raise BadArgument("--rerelease", "keeps the people and classes of the release it follows: it takes no "
+                                         "--allow-differencing and no --id-column")
     con = open_database("DATABASE", args.database)
     try:
         with Progress(con, "publish", quiet=args.quiet) as progress:
             progress.step(f"freezing the release of {args.table} into {args.name}")
             _set_keys(con, args.table)
             try:
-                row = publish_release(con, args.table, args.name, replace=args.replace)
+                if args.rerelease:
+                    row = publish_rerelease(con, args.table, args.name, replace=args.replace, previous=args.previous)
+                else:
+                    row = publish_release(con, args.table, args.name, replace=args.replace, id_column=args.id_column,
+                                          allow_differencing=args.allow_differencing)
             except (DeclarationError, duckdb.Error) as exc:
-                options = {"table": "TABLE", "name": "NAME", "table_name": "TABLE"}
+                options = {"table": "TABLE", "name": "NAME", "table_name": "TABLE", "id_column": "--id-column",
+                           "previous": "--previous"}
                 bad = argument_error(exc, options)
                 if bad is None and isinstance(exc, DeclarationError):
                     bad = BadArgument("TABLE", first_line(exc))
                 if bad is not None and "replace=True" in str(bad):
                     bad = BadArgument(bad.argument, str(bad).split(": ", 1)[1].replace("pass replace=True", "add --replace"))
+                if bad is not None and "allow_differencing=True" in str(bad):  # the refusal, in the command's words
+                    words = str(bad).split(": ", 1)[1].replace("pass allow_differencing=True", "add --allow-differencing")
+                    words = words.replace("(duckdb_anon.publish_rerelease(con, table, name, previous=...))", "(add --rerelease)")
+                    bad = BadArgument(bad.argument, words.replace("pass id_column=...", "add --id-column COLUMN"))
                 raise bad or exc from None
         width = max(len(name) for name in row)
         print(f"published {args.name} in {args.database}:")
         for name, value in row.items():
             print(f"  {name:<{width}}  {value}")
+        _print_differencing(con, args.name, row)
         return 0
     finally:
         con.close()
+
+
+def _print_differencing(con: duckdb.DuckDBPyConnection, name: str, row: dict) -> None:
+    """What the differencing audit found, and the risk taken or the people held back, in words."""
+    if row["previous_release"] is not None and row["differencing_below_k"] is not None:
+        print(f"differencing against the earlier releases (latest {row['previous_release']}): "
+              f"{row['differencing_below_k']} people below k, {row['differencing_singled_out']} singled out")
+    if row["differencing_warning"] is not None:
+        print(f"warning: {row['differencing_warning']}")
+    held = con.execute("SELECT reason, count(*) FROM anon_release_held WHERE release_name = ? GROUP BY reason ORDER BY reason",
+                       [name]).fetchall()
+    for reason, people in held:
+        print(f"{people} people not published ({reason})")
 
 
 def new_key(args: argparse.Namespace) -> int:
@@ -142,5 +170,13 @@ def add_commands(sub) -> None:
     p.add_argument("table", metavar="TABLE", help="the source table, with declared roles and a policy")
     p.add_argument("name", metavar="NAME", help="the table to create")
     p.add_argument("--replace", action="store_true", help="replace an existing release NAME")
+    p.add_argument("--id-column", metavar="COLUMN", help="the column of TABLE whose values identify people (default: a "
+                                                         "declared identifier that does): recorded so later releases can be audited")
+    p.add_argument("--allow-differencing", action="store_true",
+                   help="publish even when intersecting NAME with an earlier release of TABLE leaves people below k "
+                        "(the figures are printed and recorded in anon_releases)")
+    p.add_argument("--rerelease", action="store_true", help="publish a re-release that keeps the earlier release's "
+                                                            "classes and cannot be differenced (duckdb_anon.publish_rerelease)")
+    p.add_argument("--previous", metavar="RELEASE", help="with --rerelease: the release it follows (default: the latest)")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=publish)

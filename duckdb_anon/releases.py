@@ -164,7 +164,7 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
                        f"{_literal(con, ids[0])}{hierarchy_arg})")
     select_sql, params = "SELECT * FROM anonymized(?)", [table]
     if person is not None:  # the same release, with the person column in front (anon_policy_sql's own text)
-        select_sql, params = con.execute("SELECT anon_policy_person_sql(?, ?, NULL)", [table, person]).fetchall()[0][0], []
+        select_sql, params = con.execute("SELECT anon_policy_sql(?, person_column := ?)", [table, person]).fetchall()[0][0], []
     try:
         return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql, person=person,
                        allow_differencing=allow_differencing)

@@ -122,7 +122,7 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
                     f"JOIN {ASSIGNED} a ON a.person = s.{_identifier(con, person)}::VARCHAR "
                     f"WHERE a.status IN ('kept', 'joined', 'new class')")
         if record["method"] == "policy":
-            select_sql = con.execute("SELECT anon_policy_person_sql(?, ?, ?)", [table, person, ROWS]).fetchall()[0][0]
+            select_sql = con.execute("SELECT anon_policy_sql(?, person_column := ?, relation := ?)", [table, person, ROWS]).fetchall()[0][0]
         else:  # exactly the columns the previous release published (mondrian()'s `keep` may have left some out)
             columns = [r[0] for r in con.execute("SELECT column_name FROM anon_catalog_columns WHERE table_key = lower(?) "
                                                  "ORDER BY column_index", [prior["name"]]).fetchall()]

@@ -138,7 +138,10 @@ CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
 -- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
 -- sensitive and insensitive columns, pseudonymized identifiers. Other identifiers are left out.
-CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
+-- Publishing (duckdb_anon.releases, .rerelease) asks for the same SELECT with `person_column` in front, as
+-- __anon_person (who each row is, for the differencing audit), and may read `relation` (the table's rows
+-- with their QIs already labelled) instead of mondrian(); the guards stay.
+CREATE OR REPLACE MACRO anon_policy_sql(tn, person_column := NULL, relation := NULL) AS (
     WITH roles AS (  -- names in the table's own spelling (declarations match columns case-insensitively)
         SELECT r.* REPLACE (coalesce(c.column_name, r.column_name) AS column_name)
         FROM anon_roles r LEFT JOIN (SELECT DISTINCT column_name FROM anon_catalog_columns WHERE table_key = lower(tn)) c
@@ -182,8 +185,11 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                                                       || ''' asks for l or t, which needs exactly one sensitive column') || ')'
         WHEN released.undeclared IS NOT NULL AND p.undeclared = 'error'
              THEN 'SELECT error(' || anon_sql_literal(anon_undeclared_message(tn, released.undeclared)) || ')'
-        ELSE 'SELECT ' || array_to_string(released.select_list, ', ')
-             || ' FROM mondrian(' || anon_sql_literal(tn) || ', ' || anon_sql_list(parts.qis) || ', ' || p.k::VARCHAR
+        ELSE 'SELECT ' || coalesce(anon_sql_identifier('anonymized(''' || tn || ''')') || '.' || anon_sql_identifier(person_column)
+                                   || ' AS __anon_person, ', '')
+             || array_to_string(released.select_list, ', ')
+             || CASE WHEN relation IS NOT NULL THEN ' FROM ' || anon_sql_identifier(relation) ELSE
+                ' FROM mondrian(' || anon_sql_literal(tn) || ', ' || anon_sql_list(parts.qis) || ', ' || p.k::VARCHAR
              || ', mode := ' || anon_sql_literal(p.mode)
              || CASE WHEN parts.hierarchies IS NULL THEN ''
                      ELSE ', hierarchies := MAP {' || array_to_string(list_transform(parts.hierarchies, lambda h:
@@ -193,7 +199,8 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn) AS (
                           || coalesce(', l := ' || p.l::VARCHAR, '') || ', l_kind := ' || anon_sql_literal(p.l_kind)
                           || ', c := ' || p.c::VARCHAR || coalesce(', t := ' || p.t::VARCHAR, '') END
              || CASE WHEN coalesce(p.max_suppression, 0) > 0 THEN ', max_suppression := ' || p.max_suppression::VARCHAR ELSE '' END
-             || ') AS ' || anon_sql_identifier('anonymized(''' || tn || ''')') || ' WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
+             || ')' END
+             || ' AS ' || anon_sql_identifier('anonymized(''' || tn || ''')') || ' WHERE anon_policy_is_current(' || anon_sql_literal(tn) || ', '
              || anon_sql_literal(anon_policy_fingerprint(tn)) || ') AND anon_columns_declared(' || anon_sql_literal(tn) || ', '
              || released.declared || ', ' || anon_sql_literal(p.undeclared) || ')'
         END

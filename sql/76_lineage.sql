@@ -30,16 +30,6 @@ CREATE TABLE IF NOT EXISTS anon_release_held (
     reason       VARCHAR NOT NULL,
     PRIMARY KEY (release_name, person));
 
--- The policy's release of a table with the person column in front (as __anon_person), read from
--- `relation` instead of mondrian() when it is given (a table whose QI columns already hold labels). The
--- text is anon_policy_sql()'s own, so the columns and the pseudonyms are those of anonymized().
-CREATE OR REPLACE MACRO anon_policy_person_sql(tn, person_column, relation) AS (
-    SELECT CASE WHEN starts_with(s, 'SELECT error(') THEN s
-                WHEN relation IS NULL THEN 'SELECT ' || anon_sql_identifier(person_column) || ' AS __anon_person, ' || s[8:]
-                ELSE 'SELECT ' || anon_sql_identifier(person_column) || ' AS __anon_person, '
-                     || s[8:position(' FROM mondrian(' IN s) - 1] || ' FROM ' || anon_sql_identifier(relation) END
-    FROM (SELECT anon_policy_sql(tn) AS s));
-
 -- The releases of a lineage: `previous` and every release before it (anon_releases.previous_release),
 -- depth 0 for `previous`.
 CREATE OR REPLACE MACRO anon_lineage(previous) AS TABLE

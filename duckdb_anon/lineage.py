@@ -32,8 +32,9 @@ def column_of(con: duckdb.DuckDBPyConnection, fn: str, table: str, argument: str
     """`column` in the table's own spelling, or an error naming the argument."""
     if not isinstance(column, str) or not column:
         raise DeclarationError(f"{fn}(): argument '{argument}' must name a column of {table!r}, got {column!r}")
-    found = con.execute("SELECT any_value(column_name) FROM anon_catalog_columns WHERE table_key = lower(?) "
-                        "AND lower(column_name) = lower(?)", [table, column]).fetchall()[0][0]
+    # the table's binding, as query_table() reads the name (a quoted name too), not the catalog's plain names
+    found = con.execute("SELECT any_value(column_name) FROM (DESCRIBE SELECT * FROM query_table(?)) "
+                        "WHERE lower(column_name) = lower(?)", [table, column]).fetchall()[0][0]
     if found is None:
         raise DeclarationError(f"{fn}(): argument '{argument}': {table!r} has no column {column!r}")
     return found

@@ -27,7 +27,8 @@ def sql_files() -> list[Path]:
 
 def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Create or replace every duckdb-anon macro in the connection's current database; returns `con`."""
-    from duckdb_anon import __version__
+    from duckdb_anon import __version__, dp
+    from duckdb_anon.privacy_units import apply_privacy_units
     from duckdb_anon.roles import apply_policies
     from duckdb_anon.walk import register
 
@@ -37,6 +38,8 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         con.execute(path.read_text(encoding="utf-8"))
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
+    dp.install(con)  # the DP aggregates: noise functions, then macros generated from dp/plan.py
+    apply_privacy_units(con)  # privacy_unit_rows() from the declarations the file holds
     apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
     return con
 

@@ -1,0 +1,78 @@
+"""Differentially private aggregates with a privacy unit, in DuckDB (and Spark: duckdb_anon.dp.spark).
+
+``install(con)`` registers the noise functions (noise.py) and creates the SQL macros ``dp_aggregate`` and
+``dp_bounded_aggregates`` from the plan's text (plan.py), rendered by sqlglot with the plan's
+placeholders bound to the macros' parameters. The argument checks and the relations the plan reads are
+plain SQL macros (sql/81_dp_arguments.sql); the privacy unit declarations live in sql/80_privacy_units.sql.
+"""
+from __future__ import annotations
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from duckdb_anon.dp import noise, plan
+
+_COMMON = ("table_name, group_by, value := NULL, max_groups_contributed := NULL, max_rows_per_group := 1, "
+           "min_value := NULL, max_value := NULL, privacy_unit_column := NULL")
+
+
+def _parameters(noisy: bool) -> dict[str, exp.Expression]:
+    """The plan's placeholders, as expressions over the macro's parameters."""
+    text = {"max_groups": "max_groups_contributed", "max_rows": "max_rows_per_group",
+            "lo": "CAST(min_value AS DOUBLE)", "hi": "CAST(max_value AS DOUBLE)",
+            "public": "(public_groups IS NOT NULL)" if noisy else "false",
+            "key": "CAST(NULL AS VARCHAR)" if noisy else "CAST(key AS VARCHAR)",
+            "epsilon": "CAST(epsilon AS DOUBLE)", "delta": "CAST(delta AS DOUBLE)", "noise": "noise",
+            "aggregates": "aggregates", "confidence": "CAST(confidence AS DOUBLE)"}
+    return {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in text.items()}
+
+
+def _relations(fn: str, noisy: bool) -> str:
+    """The CTEs every DP macro starts with: argument checks (bound first), the plan's source and public groups."""
+    extra = (", noisy := true, aggregates := aggregates, epsilon := epsilon, delta := delta, noise := noise, "
+             "public_groups := public_groups, confidence := confidence") if noisy else ""
+    checks = (f"anon_dp_arguments_ok('{fn}', table_name, group_by, value, max_groups_contributed, max_rows_per_group, "
+              f"min_value, max_value, privacy_unit_column{extra})")
+    public = "anon_dp_public_sql(public_groups, group_by)" if noisy else "anon_dp_public_sql(NULL, group_by)"
+    return (f"__dp_args AS (SELECT ok FROM anon_arguments({checks})), "
+            f"__dp_checks AS (SELECT u.ok AND c.ok AS ok FROM anon_dp_unit_checked('{fn}', table_name, privacy_unit_column) u, "
+            f"anon_require_columns('{fn}', 'group_by', table_name, list_concat(group_by, [value, privacy_unit_column]), "
+            f"typed := [value], type_pattern := anon_number_types(), type_text := 'a number', table_arg := 'table_name') c), "
+            f"__dp_source AS (SELECT * FROM query(anon_after({checks}, "
+            f"anon_dp_source_sql(table_name, group_by, value, privacy_unit_column)))), "
+            f"__dp_public AS (SELECT * FROM query({public})), ")
+
+
+def _macro(name: str, signature: str, query: str, noisy: bool, select: str) -> str:
+    body = plan.render(query, "duckdb", _parameters(noisy))
+    assert body.upper().startswith("WITH ")
+    return (f"CREATE OR REPLACE MACRO {name}({signature}) AS TABLE WITH {_relations(name, noisy)}"
+            f"__dp_result AS ({body}) "
+            f"SELECT * EXCLUDE (__dp_ok) FROM (SELECT {select}, true AS __dp_ok FROM __dp_args, __dp_result "
+            f"UNION ALL BY NAME SELECT ok AS __dp_ok FROM __dp_checks WHERE NOT ok)")
+
+
+def _owner() -> str:
+    """SQL: the aggregate a result column belongs to (`c`: its name), from plan.columns()."""
+    whens = " ".join(f"WHEN '{column}' THEN '{aggregate}'"
+                     for aggregate in plan.AGGREGATES for column in plan.columns([aggregate]))
+    return f"CASE c {whens} END"
+
+
+def macros() -> list[str]:
+    """The CREATE MACRO statements of the DP aggregates."""
+    aggregate = _macro(
+        "dp_aggregate", f"{_COMMON}, aggregates := ['count'], epsilon := NULL, delta := NULL, noise := 'laplace', "
+        "public_groups := NULL, confidence := 0.95", plan.released_query(), True,
+        f"unnest(__anon_group), COLUMNS(lambda c: list_contains(aggregates, {_owner()}))")
+    bounded = _macro("dp_bounded_aggregates", f"{_COMMON}, key := NULL", plan.bounded_query(), False,
+                     "unnest(__anon_group), persons, rows, nsum AS centered_sum")
+    return [aggregate, bounded]
+
+
+def install(con: duckdb.DuckDBPyConnection) -> None:
+    """Register the noise functions and create the DP macros (after the sql/ files: they call their helpers)."""
+    noise.register(con)
+    for statement in macros():
+        con.execute(statement)

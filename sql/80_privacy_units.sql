@@ -45,11 +45,13 @@ CREATE OR REPLACE MACRO anon_privacy_units_current(fingerprint) AS
                     || 'duckdb_anon.apply_privacy_units(con) (or execute the text of SELECT anon_compile_privacy_units())') END;
 
 -- The SELECT giving one declared table's rows with the person's identifier as __anon_unit (rows whose
--- person is unknown are left out: they cannot be bounded), or a SELECT raising the error that stops it.
+-- person is unknown are left out: they cannot be bounded), or a SELECT raising the error that stops it
+-- (its column __anon_unit lets a query reading it bind, so the error is what the user sees).
 CREATE OR REPLACE MACRO anon_privacy_unit_sql(tn) AS (
     SELECT CASE
         WHEN p.problem IS NOT NULL
-             THEN 'SELECT error(' || anon_sql_literal('privacy_unit_rows(): the privacy unit of ''' || tn || ''' is invalid: ' || p.problem) || ')'
+             THEN 'SELECT error(' || anon_sql_literal('privacy_unit_rows(): the privacy unit of ''' || tn || ''' is invalid: ' || p.problem)
+                  || ') AS __anon_unit'
         WHEN u.via_table IS NULL
              THEN 'SELECT *, ' || anon_sql_identifier(u.unit_column) || ' AS __anon_unit FROM query_table(' || anon_sql_literal(tn)
                   || ') WHERE ' || anon_sql_identifier(u.unit_column) || ' IS NOT NULL'
@@ -72,6 +74,6 @@ CREATE OR REPLACE MACRO anon_compile_privacy_units() AS (
     SELECT 'CREATE OR REPLACE MACRO privacy_unit_rows(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
            || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(table_name) || ' THEN '
                                   || anon_sql_literal(anon_privacy_unit_sql(table_name)), ' ' ORDER BY table_name), '')
-           || ' ELSE ''SELECT error('' || anon_sql_literal(''privacy_unit_rows(): argument ''''table_name'''': no privacy unit declared for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it with duckdb_anon.declare_privacy_unit() or in anon_privacy_units'') || '')'' END) '
+           || ' ELSE ''SELECT error('' || anon_sql_literal(''privacy_unit_rows(): argument ''''table_name'''': no privacy unit declared for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it with duckdb_anon.declare_privacy_unit() or in anon_privacy_units'') || '') AS __anon_unit'' END) '
            || 'WHERE anon_privacy_units_current(' || anon_sql_literal(anon_privacy_units_fingerprint()) || ')'
     FROM anon_privacy_units);

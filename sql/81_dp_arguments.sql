@@ -67,10 +67,13 @@ CREATE OR REPLACE MACRO anon_dp_public_sql(public_groups, group_by) AS
          ELSE 'SELECT ' || anon_dp_group_sql(group_by) || ' AS __anon_group FROM query_table(' || anon_sql_literal(public_groups) || ')' END;
 
 -- One row (ok := true), or the error of a privacy_unit_column that contradicts the declared privacy unit:
--- a declared table is aggregated per its declared person only.
+-- a declared table is aggregated per its declared person only. The declared column itself is accepted
+-- (through a key: when the key is the other table's person column, its values are the person's).
 CREATE OR REPLACE MACRO anon_dp_unit_checked(fn, tn, puc) AS TABLE
 SELECT anon_check(puc IS NOT NULL AND EXISTS (
-                      SELECT 1 FROM anon_privacy_units u WHERE u.table_name = tn::VARCHAR
-                      AND NOT (u.via_table IS NULL AND lower(u.unit_column) = lower(puc::VARCHAR))),
+                      SELECT 1 FROM anon_privacy_units u LEFT JOIN anon_privacy_units v ON v.table_name = u.via_table
+                      WHERE u.table_name = tn::VARCHAR
+                        AND NOT (lower(u.unit_column) = lower(puc::VARCHAR)
+                                 AND (u.via_table IS NULL OR lower(u.via_key) = lower(v.unit_column)))),
                   fn, 'privacy_unit_column', 'contradicts the privacy unit declared for ' || anon_shown(tn)
                   || ' in anon_privacy_units: leave it NULL to use the declaration') AS ok;

@@ -17,9 +17,11 @@ CREATE OR REPLACE MACRO anon_dp_arguments_ok(fn, table_name, group_by, value, ma
     AND anon_check(privacy_unit_column IS NOT NULL AND (typeof(privacy_unit_column) <> 'VARCHAR' OR privacy_unit_column::VARCHAR = ''),
                    fn, 'privacy_unit_column', 'must be a column name or NULL (NULL: the declared privacy unit), got '
                    || anon_shown(privacy_unit_column))
-    AND anon_number_ok(fn, 'max_groups_contributed', max_groups_contributed, lo := 1, integer := true)
+    -- dp_aggregate chooses the bounds left NULL (spending some epsilon); dp_bounded_aggregates has none to spend
+    AND anon_number_ok(fn, 'max_groups_contributed', max_groups_contributed, lo := 1, integer := true, nullable := noisy)
     AND anon_number_ok(fn, 'max_rows_per_group', max_rows_per_group, lo := 1, integer := true)
-    AND (value IS NULL OR (anon_number_ok(fn, 'min_value', min_value) AND anon_number_ok(fn, 'max_value', max_value)
+    AND (value IS NULL OR (anon_number_ok(fn, 'min_value', min_value, nullable := noisy)
+                           AND anon_number_ok(fn, 'max_value', max_value, nullable := noisy)
                            AND anon_check(try_cast(min_value AS DOUBLE) > try_cast(max_value AS DOUBLE), fn, 'max_value',
                                           'must be >= min_value, got ' || anon_shown(max_value))))
     AND (NOT noisy OR (

@@ -95,7 +95,7 @@ BAD = [
     ("aggregates := ['median']", ["dp_aggregate", "'aggregates'"]),
     ("aggregates := ['avg']", ["dp_aggregate", "'value'", "sum and avg"]),
     ("value := 'value', aggregates := ['avg'], min_value := 5, max_value := 1", ["dp_aggregate", "'max_value'", ">= min_value"]),
-    ("value := 'value', aggregates := ['avg']", ["dp_aggregate", "'min_value'"]),
+    ("value := 'value', aggregates := ['avg'], min_value := 'low'", ["dp_aggregate", "'min_value'"]),
     ("confidence := 1", ["dp_aggregate", "'confidence'"]),
     ("privacy_unit_column := 'nobody'", ["dp_aggregate", "nobody"]),
     ("value := 'ts', aggregates := ['avg'], min_value := 1, max_value := 5", ["dp_aggregate", "'ts'", "a number"]),
@@ -117,3 +117,23 @@ def test_bad_table_and_groups(dp_con):
     assert_error_names(dp_con, f"SELECT * FROM dp_aggregate(NULL, ['item'], {base})", ["dp_aggregate", "'table_name'"])
     assert_error_names(dp_con, "SELECT * FROM dp_aggregate('ratings', ['item'], epsilon := 1, delta := 1e-6, max_groups_contributed := 2)",
                        ["privacy_unit_rows", "no privacy unit declared", "ratings"])
+
+
+def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
+    # 20,000 people, 1 to 30 items each (median 15), ratings 1..5: the grid's candidates closest to the
+    # median and to the 5th and 95th percentiles are 10 or 20, 1 and 5
+    dp_con.execute("CREATE OR REPLACE TABLE dp_people AS SELECT p AS person, i AS item, (hash(p, i) % 5 + 1)::DOUBLE AS rating "
+                   "FROM range(20000) a(p), range(30) b(i) WHERE i <= p % 30")
+    frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], value := 'rating', aggregates := ['avg'], epsilon := 1, "
+                           "delta := 1e-6, privacy_unit_column := 'person')").df()
+    assert list(frame.columns) == ["item", "avg", "avg_ci_low", "avg_ci_high", "max_groups_contributed", "min_value", "max_value"]
+    chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates()
+    assert len(chosen) == 1
+    m, lo, hi = chosen.iloc[0]
+    assert m in (10, 20) and (lo, hi) == (1, 5)
+    assert frame["avg"].between(1, 5).all() and len(frame) >= 25
+    # given bounds are not reported, and the whole epsilon goes to the aggregates
+    given = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], epsilon := 1, delta := 1e-6, "
+                           "max_groups_contributed := 3, privacy_unit_column := 'person') LIMIT 1").df()
+    assert list(given.columns) == ["item", "count", "count_ci_low", "count_ci_high"]
+    assert given["count_ci_high"].iloc[0] - given["count"].iloc[0] == pytest.approx(3 * math.log(20))

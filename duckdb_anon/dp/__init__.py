@@ -20,11 +20,12 @@ _COMMON = ("table_name, group_by, value := NULL, max_groups_contributed := NULL,
 def _parameters(noisy: bool) -> dict[str, exp.Expression]:
     """The plan's placeholders, as expressions over the macro's parameters."""
     text = {"max_groups": "max_groups_contributed", "max_rows": "max_rows_per_group",
-            "lo": "CAST(min_value AS DOUBLE)", "hi": "CAST(max_value AS DOUBLE)",
+            "lo": "CAST(min_value AS DOUBLE)", "hi": "CAST(max_value AS DOUBLE)", "valued": "(value IS NOT NULL)",
             "public": "(public_groups IS NOT NULL)" if noisy else "false",
             "key": "CAST(NULL AS VARCHAR)" if noisy else "CAST(key AS VARCHAR)",
-            "epsilon": "CAST(epsilon AS DOUBLE)", "delta": "CAST(delta AS DOUBLE)", "noise": "noise",
-            "aggregates": "aggregates", "confidence": "CAST(confidence AS DOUBLE)"}
+            "epsilon": "CAST(epsilon AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)",
+            "delta": "CAST(delta AS DOUBLE)", "noise": "noise", "aggregates": "aggregates",
+            "confidence": "CAST(confidence AS DOUBLE)"}
     return {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in text.items()}
 
 
@@ -54,10 +55,17 @@ def _macro(name: str, signature: str, query: str, noisy: bool, select: str) -> s
 
 
 def _owner() -> str:
-    """SQL: the aggregate a result column belongs to (`c`: its name), from plan.columns()."""
+    """SQL: the aggregate a result column belongs to (`c`: its name), from plan.columns(); a chosen bound's
+    column belongs to its argument."""
     whens = " ".join(f"WHEN '{column}' THEN '{aggregate}'"
                      for aggregate in plan.AGGREGATES for column in plan.columns([aggregate]))
-    return f"CASE c {whens} END"
+    return f"CASE c {whens} ELSE c END"
+
+
+#: the result's columns reporting a bound chosen for the user, present when that argument was left NULL
+_CHOSEN = ("list_concat(aggregates, [CASE WHEN max_groups_contributed IS NULL THEN 'max_groups_contributed' END, "
+           "CASE WHEN value IS NOT NULL AND min_value IS NULL THEN 'min_value' END, "
+           "CASE WHEN value IS NOT NULL AND max_value IS NULL THEN 'max_value' END])")
 
 
 def macros() -> list[str]:
@@ -65,7 +73,7 @@ def macros() -> list[str]:
     aggregate = _macro(
         "dp_aggregate", f"{_COMMON}, aggregates := ['count'], epsilon := NULL, delta := NULL, noise := 'laplace', "
         "public_groups := NULL, confidence := 0.95", plan.released_query(), True,
-        f"unnest(__anon_group), COLUMNS(lambda c: list_contains(aggregates, {_owner()}))")
+        f"unnest(__anon_group), COLUMNS(lambda c: list_contains({_CHOSEN}, {_owner()}))")
     bounded = _macro("dp_bounded_aggregates", f"{_COMMON}, key := NULL", plan.bounded_query(), False,
                      "unnest(__anon_group), persons, rows, nsum AS centered_sum")
     return [aggregate, bounded]

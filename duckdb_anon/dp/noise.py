@@ -5,7 +5,7 @@ generator, exactly (no floating-point sampling of a continuous law, which leaks 
 the result). They are never seeded, so a release cannot be reproduced: determinism, which every other
 function of this package keeps, does not apply to DP noise.
 
-Three functions, registered on each connection (and as Spark UDFs by the Spark engine):
+Four functions, registered on each connection (and as Spark UDFs by the Spark engine):
 
 - ``anon_dp_noise(x, scale, kind)``: x plus Laplace(scale) or Gaussian(sigma = scale) noise; NULL when x or
   scale is NULL; x itself when scale is 0. Arrow batches: the values of one (scale, kind) go to one call.
@@ -13,6 +13,8 @@ Three functions, registered on each connection (and as Spark UDFs by the Spark e
   proves (epsilon, delta)-DP for a Gaussian mechanism of L2 sensitivity l2 (its zCDP to approximate DP
   conversion).
 - ``anon_dp_normal_quantile(p)``: the standard normal quantile, for Gaussian thresholds and intervals.
+- ``anon_dp_noisy_max(scores, scale)``: OpenDP's report-noisy-max over a list of scores (the exponential
+  mechanism of the DP quantiles that choose bounds); the index of the winner, from 0.
 """
 from __future__ import annotations
 
@@ -81,24 +83,41 @@ def gaussian_sigma(epsilon: float, delta: float, l2: float) -> float:
     return hi
 
 
+@lru_cache(maxsize=64)
+def _noisy_max(scale: float):
+    """OpenDP's report-noisy-max (the exponential mechanism) over scores that one person moves by at most 1
+    each, in any direction: epsilon = 2 / scale."""
+    return dp.m.make_noisy_max(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float),
+                               dp.max_divergence(), scale=scale)
+
+
+def noisy_max(scores: list | None, scale: float | None) -> int | None:
+    """The index (from 0) of the best of `scores` after OpenDP's noise of `scale`; NULL for NULL input."""
+    if scores is None or scale is None or not scores:
+        return None
+    return int(_noisy_max(float(scale))([float(x) for x in scores]))
+
+
 def normal_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register the three functions on `con` (as walk.register does: a second connection to the same database
+    """Register the four functions on `con` (as walk.register does: a second connection to the same database
     finds them registered by the first)."""
     for name, fn, params, kind in (
             ("anon_dp_noise", _noise_udf, ["DOUBLE", "DOUBLE", "VARCHAR"], "arrow"),
             ("anon_dp_gaussian_sigma", gaussian_sigma, ["DOUBLE"] * 3, "native"),
-            ("anon_dp_normal_quantile", normal_quantile, ["DOUBLE"], "native")):
+            ("anon_dp_normal_quantile", normal_quantile, ["DOUBLE"], "native"),
+            ("anon_dp_noisy_max", noisy_max, ["DOUBLE[]", "DOUBLE"], "native")):
         try:
             con.remove_function(name)
         except Exception:  # not registered yet on this connection
             pass
+        noisy = name in ("anon_dp_noise", "anon_dp_noisy_max")
         try:  # noise must be drawn anew on every call: never folded, cached or deduplicated
-            con.create_function(name, fn, params, "DOUBLE", type=kind, side_effects=name == "anon_dp_noise",
-                                null_handling="special" if kind == "arrow" else "default")
+            con.create_function(name, fn, params, "BIGINT" if name == "anon_dp_noisy_max" else "DOUBLE", type=kind,
+                                side_effects=noisy, null_handling="special" if kind == "arrow" else "default")
         except duckdb.CatalogException as err:  # another connection to the same database registered it
             if "already exists" not in str(err):
                 raise

@@ -36,14 +36,64 @@ from sqlglot import exp
 
 #: what dp_aggregate() can release, and the columns each adds to the result
 AGGREGATES = ("count", "count_distinct", "sum", "avg")
-PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "noise", "aggregates", "public", "key",
+PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued", "noise", "aggregates", "public", "key",
               "confidence")
 
-_BOUNDED = """
+#: bounds the user leaves out are chosen by DP quantiles spending this share of epsilon (split equally among
+#: the bounds chosen): max_groups at the median of the people's group counts, min_value and max_value at
+#: the 5th and 95th percentiles of one value drawn per person, each from a fixed grid of candidates
+BOUNDS_SHARE = 0.1
+M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
+M_GRID = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)
+V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in (1, 2, 5) for k in range(-3, 7)}))
+
+
+def _grid(values) -> str:
+    return "SELECT * FROM (VALUES " + ", ".join(f"({i}, {v!r})" for i, v in enumerate(values)) + ") AS t(i, c)"
+
+
+def _scores(column: str, level: float, grid: str) -> str:
+    """The exponential mechanism's score of each candidate c of `grid` as the `level` quantile of `column`
+    (one value per person): minus the imbalance |(1 - level) * #below - level * #above|, which one person
+    moves by at most 1 (so noisy max with scale 2 / epsilon is epsilon-DP)."""
+    return (f"SELECT list(score ORDER BY i) AS scores FROM (SELECT g.i, -abs({1 - level} * count_if(p.{column} < g.c) "
+            f"- {level} * count_if(p.{column} > g.c)) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
+
+
+_BOUNDED = f"""
 src AS (
     SELECT __anon_unit AS u, __anon_group AS g, __anon_value AS v FROM __dp_source
     WHERE __anon_unit IS NOT NULL AND (NOT __p_public OR __anon_group IN (SELECT __anon_group FROM __dp_public))),
 settings AS (SELECT coalesce(__p_key, CAST(uuid() AS VARCHAR)) AS key),
+choices AS (
+    SELECT __p_max_groups IS NULL AS choose_m, __p_valued AND __p_lo IS NULL AS choose_lo,
+           __p_valued AND __p_hi IS NULL AS choose_hi),
+quantile_budget AS (
+    SELECT *, __p_epsilon * {BOUNDS_SHARE} / greatest(CAST(choose_m AS INT) + CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_q,
+           __p_epsilon * CASE WHEN choose_m OR choose_lo OR choose_hi THEN {1 - BOUNDS_SHARE} ELSE 1.0 END AS eps_rest
+    FROM choices),
+people AS (
+    SELECT u, count(DISTINCT g) AS d, arg_min(v, md5(concat(s.key, '|', CAST(u AS VARCHAR), '|', CAST(v AS VARCHAR)))) AS one_v
+    FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
+m_grid AS ({_grid(M_GRID)}),
+v_grid AS ({_grid(V_GRID)}),
+m_scores AS ({_scores("d", M_LEVEL, "m_grid")}),
+lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid")}),
+hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid")}),
+picks AS (
+    SELECT q.*, CASE WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_q) END AS m_pick,
+           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_q) END AS lo_pick,
+           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_q) END AS hi_pick
+    FROM quantile_budget q CROSS JOIN m_scores m CROSS JOIN lo_scores l CROSS JOIN hi_scores h),
+picked AS (
+    SELECT p.*, coalesce(__p_max_groups, mg.c) AS max_groups, coalesce(CAST(__p_lo AS DOUBLE), lg.c) AS lo_pick_value,
+           coalesce(CAST(__p_hi AS DOUBLE), hg.c) AS hi_pick_value
+    FROM picks p LEFT JOIN m_grid mg ON mg.i = p.m_pick LEFT JOIN v_grid lg ON lg.i = p.lo_pick
+         LEFT JOIN v_grid hg ON hg.i = p.hi_pick),
+chosen AS (
+    SELECT *, least(lo_pick_value, hi_pick_value) AS lo, greatest(lo_pick_value, hi_pick_value) AS hi,
+           (least(lo_pick_value, hi_pick_value) + greatest(lo_pick_value, hi_pick_value)) / 2.0 AS mid
+    FROM picked),
 keyed AS (
     SELECT u, g, v, md5(concat(s.key, '|', CAST(u AS VARCHAR), '|', CAST(g AS VARCHAR))) AS group_key,
            md5(concat(s.key, '|', CAST(v AS VARCHAR))) AS row_key
@@ -53,17 +103,16 @@ ranked AS (
            row_number() OVER (PARTITION BY u, g ORDER BY row_key, v) AS row_rank
     FROM keyed),
 bounded AS (
-    SELECT u, g, least(greatest(v, __p_lo), __p_hi) AS v FROM ranked
-    WHERE group_rank <= __p_max_groups AND row_rank <= __p_max_rows),
+    SELECT r.u, r.g, least(greatest(r.v, c.lo), c.hi) - c.mid AS v FROM ranked r CROSS JOIN chosen c
+    WHERE r.group_rank <= c.max_groups AND r.row_rank <= __p_max_rows),
 aggregates AS (
-    SELECT g, count(DISTINCT u) AS persons, count(*) AS rows, sum(v - (__p_lo + __p_hi) / 2.0) AS nsum
-    FROM bounded GROUP BY g)"""
+    SELECT g, count(DISTINCT u) AS persons, count(*) AS rows, sum(v) AS nsum FROM bounded GROUP BY g)"""
 
 
 def _scale(sensitivity: str) -> str:
     """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`."""
-    return (f"CASE WHEN __p_noise = 'laplace' THEN __p_max_groups * ({sensitivity}) / eps_each "
-            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt(__p_max_groups) * ({sensitivity})) END")
+    return (f"CASE WHEN __p_noise = 'laplace' THEN max_groups * ({sensitivity}) / eps_each "
+            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt(max_groups) * ({sensitivity})) END")
 
 
 def _half_width(scale: str, alpha: str) -> str:
@@ -79,10 +128,11 @@ _MECHANISMS = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"
 
 _NOISY = f"""
 flags AS (
-    SELECT {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
-           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, NOT __p_public AS selecting),
+    SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
+           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, NOT __p_public AS selecting
+    FROM chosen),
 budget AS (
-    SELECT *, __p_epsilon / {_MECHANISMS} AS eps_each,
+    SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
            CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_MECHANISMS} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
            CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_MECHANISMS} + 1)
                 ELSE __p_delta END AS delta_select
@@ -90,11 +140,11 @@ budget AS (
 scales AS (
     SELECT *, CASE WHEN use_p THEN {_scale('1.0')} END AS scale_p,
            CASE WHEN use_r THEN {_scale('__p_max_rows')} END AS scale_r,
-           CASE WHEN use_s THEN {_scale('__p_max_rows * (__p_hi - __p_lo) / 2.0')} END AS scale_s
+           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0')} END AS scale_s
     FROM budget),
 spent AS (
-    SELECT *, CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + scale_p * ln(__p_max_groups / (2.0 * delta_select))
-                   ELSE 1.0 + scale_p * anon_dp_normal_quantile(1.0 - delta_select / __p_max_groups) END AS threshold,
+    SELECT *, CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + scale_p * ln(max_groups / (2.0 * delta_select))
+                   ELSE 1.0 + scale_p * anon_dp_normal_quantile(1.0 - delta_select / max_groups) END AS threshold,
            CASE WHEN use_r THEN scale_r ELSE scale_p END AS scale_c
     FROM scales),
 candidates AS (
@@ -109,7 +159,7 @@ noisy AS (
            anon_dp_noise(c.nsum, s.scale_s, __p_noise) AS ns
     FROM candidates c CROSS JOIN spent s),
 released AS (
-    SELECT n.g, n.np, n.ns, CASE WHEN s.use_r THEN n.nr ELSE n.np END AS nc,
+    SELECT n.g, n.np, n.ns, CASE WHEN s.use_r THEN n.nr ELSE n.np END AS nc, s.lo, s.hi, s.mid, s.max_groups,
            {_half_width('s.scale_p', '1.0 - __p_confidence')} AS hp,
            {_half_width('s.scale_c', '1.0 - __p_confidence')} AS hc,
            {_half_width('s.scale_c', '(1.0 - __p_confidence) / 2.0')} AS hc2,
@@ -121,12 +171,13 @@ result AS (
            np AS count_distinct, np - hp AS count_distinct_ci_low, np + hp AS count_distinct_ci_high,
            ns + mid * nc AS "sum", ns + mid * nc - (hs2 + abs(mid) * hc2) AS sum_ci_low,
            ns + mid * nc + (hs2 + abs(mid) * hc2) AS sum_ci_high,
-           least(greatest(mid + ns / greatest(nc, 1.0), __p_lo), __p_hi) AS "avg",
-           CASE WHEN nc - hc2 > 0 THEN greatest(mid + least((ns - hs2) / (nc - hc2), (ns - hs2) / (nc + hc2)), __p_lo)
-                ELSE __p_lo END AS avg_ci_low,
-           CASE WHEN nc - hc2 > 0 THEN least(mid + greatest((ns + hs2) / (nc - hc2), (ns + hs2) / (nc + hc2)), __p_hi)
-                ELSE __p_hi END AS avg_ci_high
-    FROM (SELECT *, (__p_lo + __p_hi) / 2.0 AS mid FROM released))"""
+           least(greatest(mid + ns / greatest(nc, 1.0), lo), hi) AS "avg",
+           CASE WHEN nc - hc2 > 0 THEN greatest(mid + least((ns - hs2) / (nc - hc2), (ns - hs2) / (nc + hc2)), lo)
+                ELSE lo END AS avg_ci_low,
+           CASE WHEN nc - hc2 > 0 THEN least(mid + greatest((ns + hs2) / (nc - hc2), (ns + hs2) / (nc + hc2)), hi)
+                ELSE hi END AS avg_ci_high,
+           max_groups AS max_groups_contributed, lo AS min_value, hi AS max_value
+    FROM released)"""
 
 
 def columns(aggregates) -> list[str]:

@@ -9,9 +9,10 @@ literals. User input never enters the text.
 
 The rules, each stated once here:
 
-- contribution bounding: per person at most ``max_groups`` groups, chosen by an MD5 order keyed by a key
-  that is fresh per query on the publishing path (so the choice is random per person, not by row order),
-  and per person and group at most ``max_rows`` rows, chosen the same way; values clamped to [lo, hi];
+- contribution bounding: per person at most ``max_groups`` groups, chosen in the order of a hash of a key
+  and the (person, group) pair, the key fresh per query on the publishing path (so the choice is random per
+  person, not by row order), and per person and group at most ``max_rows`` rows, chosen the same way;
+  values clamped to [lo, hi];
 - per group three bounded aggregates: ``persons`` (distinct people; changes by at most 1 when one person
   leaves), ``rows`` (by at most max_rows) and ``nsum``, the sum of clamped values minus the midpoint of
   [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
@@ -54,10 +55,12 @@ def _grid(values) -> str:
 
 def _scores(column: str, level: float, grid: str) -> str:
     """The exponential mechanism's score of each candidate c of `grid` as the `level` quantile of `column`
-    (one value per person): minus the imbalance |(1 - level) * #below - level * #above|, which one person
-    moves by at most 1 (so noisy max with scale 2 / epsilon is epsilon-DP)."""
-    return (f"SELECT list(score ORDER BY i) AS scores FROM (SELECT g.i, -abs({1 - level} * count_if(p.{column} < g.c) "
-            f"- {level} * count_if(p.{column} > g.c)) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
+    (one value per person, n of them): minus how far c is from being one, max(level * n - #(x <= c),
+    #(x < c) - level * n, 0), so that a value many people share scores 0 (ties are common: ratings).
+    One person moves each score by at most 1, so noisy max with scale 2 / epsilon is epsilon-DP."""
+    n = f"count(p.{column})"
+    return (f"SELECT list(score ORDER BY i) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
+            f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
 
 
 _BOUNDED = f"""
@@ -73,7 +76,7 @@ quantile_budget AS (
            __p_epsilon * CASE WHEN choose_m OR choose_lo OR choose_hi THEN {1 - BOUNDS_SHARE} ELSE 1.0 END AS eps_rest
     FROM choices),
 people AS (
-    SELECT u, count(DISTINCT g) AS d, arg_min(v, md5(concat(s.key, '|', CAST(u AS VARCHAR), '|', CAST(v AS VARCHAR)))) AS one_v
+    SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
     FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
 m_grid AS ({_grid(M_GRID)}),
 v_grid AS ({_grid(V_GRID)}),
@@ -95,13 +98,14 @@ chosen AS (
            (least(lo_pick_value, hi_pick_value) + greatest(lo_pick_value, hi_pick_value)) / 2.0 AS mid
     FROM picked),
 keyed AS (
-    SELECT u, g, v, md5(concat(s.key, '|', CAST(u AS VARCHAR), '|', CAST(g AS VARCHAR))) AS group_key,
-           md5(concat(s.key, '|', CAST(v AS VARCHAR))) AS row_key
+    SELECT u, g, v, __keyed_hash(s.key, u, g) AS group_key, __keyed_hash(s.key, u, g, v) AS row_key
     FROM src CROSS JOIN settings s),
 ranked AS (
-    SELECT u, g, v, dense_rank() OVER (PARTITION BY u ORDER BY group_key, g) AS group_rank,
-           row_number() OVER (PARTITION BY u, g ORDER BY row_key, v) AS row_rank
-    FROM keyed),
+    -- one sort per person: pairs in key order, rows in key order within a pair (the rank of a row within
+    -- its pair is its row number less the rank of the pair's first row)
+    SELECT u, g, v, dense_rank() OVER by_pair AS group_rank, row_number() OVER by_row - rank() OVER by_pair + 1 AS row_rank
+    FROM keyed
+    WINDOW by_pair AS (PARTITION BY u ORDER BY group_key, g), by_row AS (PARTITION BY u ORDER BY group_key, g, row_key, v)),
 bounded AS (
     SELECT r.u, r.g, least(greatest(r.v, c.lo), c.hi) - c.mid AS v FROM ranked r CROSS JOIN chosen c
     WHERE r.group_rank <= c.max_groups AND r.row_rank <= __p_max_rows),
@@ -185,9 +189,21 @@ def columns(aggregates) -> list[str]:
     return [f"{a}{suffix}" for a in AGGREGATES if a in aggregates for suffix in ("", "_ci_low", "_ci_high")]
 
 
-def render(text: str, dialect: str, parameters: dict[str, exp.Expression], **tables: exp.Expression) -> str:
-    """Parse DuckDB-dialect `text`, replace each ``__p_<name>`` by `parameters[name]` and each table named in
-    `tables` by its relation, and write it in `dialect`."""
+def _keyed_hash(args: list[exp.Expression], dialect: str, portable: bool) -> exp.Expression:
+    """The hash ordering a person's groups and rows: the engine's fastest (DuckDB's hash, Spark's xxhash64),
+    or, `portable`, MD5 of the values' text, the same on every engine (to compare engines row for row)."""
+    if portable:
+        text = exp.func("concat_ws", exp.Literal.string("|"), *(exp.cast(a, "VARCHAR") for a in args))
+        return exp.func("md5", text)
+    if dialect == "duckdb":  # hashed again: DuckDB combines the values' hashes with too little mixing to order by
+        return exp.Anonymous(this="hash", expressions=[exp.Anonymous(this="hash", expressions=args)])
+    return exp.Anonymous(this="xxhash64", expressions=args)
+
+
+def render(text: str, dialect: str, parameters: dict[str, exp.Expression], portable: bool = False,
+           **tables: exp.Expression) -> str:
+    """Parse DuckDB-dialect `text`, replace each ``__p_<name>`` by `parameters[name]`, each table named in
+    `tables` by its relation and ``__keyed_hash(...)`` by the engine's hash, and write it in `dialect`."""
     tree = sqlglot.parse_one(text, read="duckdb")
 
     def substitute(node):
@@ -195,6 +211,8 @@ def render(text: str, dialect: str, parameters: dict[str, exp.Expression], **tab
             return parameters[node.name[4:]].copy()
         if isinstance(node, exp.Table) and node.name in tables and not node.db:
             return exp.alias_(tables[node.name].copy(), node.alias or node.name, table=True)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "__keyed_hash":
+            return _keyed_hash([a.copy() for a in node.expressions], dialect, portable)
         return node
 
     return tree.transform(substitute).sql(dialect)

@@ -84,3 +84,27 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
     noise.register(con)
     for statement in macros():
         con.execute(statement)
+
+
+def bounded_aggregates(con: duckdb.DuckDBPyConnection, table_name: str, group_by: list[str], *, max_groups_contributed: int,
+                       key: str, value: str | None = None, max_rows_per_group: int = 1, min_value: float | None = None,
+                       max_value: float | None = None, privacy_unit_column: str | None = None, portable: bool = True):
+    """``dp_bounded_aggregates()`` as a DataFrame, ordering a person's groups and rows by MD5 when `portable`
+    (the order duckdb_anon.dp.spark.bounded_aggregates(..., portable=True) uses: the same rows are kept on
+    both engines). The arguments are checked by the macro's own checks."""
+    fn = "dp_bounded_aggregates"
+    arguments = [fn, table_name, list(group_by), value, max_groups_contributed, max_rows_per_group, min_value, max_value,
+                 privacy_unit_column]
+    con.execute("SELECT anon_dp_arguments_ok(?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments).fetchall()
+    source = con.execute("SELECT anon_dp_source_sql(?, ?, ?, ?)", [table_name, list(group_by), value, privacy_unit_column]).fetchall()[0][0]
+    empty = con.execute("SELECT anon_dp_public_sql(NULL, ?)", [list(group_by)]).fetchall()[0][0]
+    literal = {k: sqlglot.parse_one(v, read="duckdb") for k, v in con.execute(
+        "SELECT anon_sql_literal(?) AS key, CAST(? AS VARCHAR) AS max_groups, CAST(? AS VARCHAR) AS max_rows, "
+        "coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS lo, coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS hi",
+        [key, int(max_groups_contributed), int(max_rows_per_group), min_value, max_value]).df().iloc[0].items()}
+    parameters = {name: exp.Null() for name in plan.PARAMETERS}
+    parameters.update(literal, valued=exp.Boolean(this=value is not None), public=exp.false())
+    text = plan.render(plan.bounded_query(), "duckdb", parameters, portable=portable,
+                       __dp_source=sqlglot.parse_one(source, read="duckdb").subquery(),
+                       __dp_public=sqlglot.parse_one(empty, read="duckdb").subquery())
+    return con.execute(f"SELECT unnest(__anon_group), persons, rows, nsum AS centered_sum FROM ({text})").df()

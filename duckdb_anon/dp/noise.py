@@ -13,8 +13,8 @@ Four functions, registered on each connection (and as Spark UDFs by the Spark en
   proves (epsilon, delta)-DP for a Gaussian mechanism of L2 sensitivity l2 (its zCDP to approximate DP
   conversion).
 - ``anon_dp_normal_quantile(p)``: the standard normal quantile, for Gaussian thresholds and intervals.
-- ``anon_dp_noisy_max(scores, scale)``: OpenDP's report-noisy-max over a list of scores (the exponential
-  mechanism of the DP quantiles that choose bounds); the index of the winner, from 0.
+- ``anon_dp_noisy_max(scores, scale)``: OpenDP's report-noisy-max over a list of {'i': candidate, 's':
+  score} (the exponential mechanism of the DP quantiles that choose bounds); the winner's i.
 """
 from __future__ import annotations
 
@@ -92,10 +92,12 @@ def _noisy_max(scale: float):
 
 
 def noisy_max(scores: list | None, scale: float | None) -> int | None:
-    """The index (from 0) of the best of `scores` after OpenDP's noise of `scale`; NULL for NULL input."""
+    """The candidate (its `i`) whose score `s` wins after OpenDP's noise of `scale`, from a list of
+    {'i', 's'} in any order (engines collect lists in no set order); NULL for NULL input."""
     if scores is None or scale is None or not scores:
         return None
-    return int(_noisy_max(float(scale))([float(x) for x in scores]))
+    pairs = sorted((int(p["i"]), float(p["s"])) for p in scores)
+    return pairs[_noisy_max(float(scale))([s for _, s in pairs])][0]
 
 
 def normal_quantile(p: float) -> float:
@@ -109,7 +111,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             ("anon_dp_noise", _noise_udf, ["DOUBLE", "DOUBLE", "VARCHAR"], "arrow"),
             ("anon_dp_gaussian_sigma", gaussian_sigma, ["DOUBLE"] * 3, "native"),
             ("anon_dp_normal_quantile", normal_quantile, ["DOUBLE"], "native"),
-            ("anon_dp_noisy_max", noisy_max, ["DOUBLE[]", "DOUBLE"], "native")):
+            ("anon_dp_noisy_max", noisy_max, ["STRUCT(i INTEGER, s DOUBLE)[]", "DOUBLE"], "native")):
         try:
             con.remove_function(name)
         except Exception:  # not registered yet on this connection

@@ -59,7 +59,7 @@ def _scores(column: str, level: float, grid: str) -> str:
     #(x < c) - level * n, 0), so that a value many people share scores 0 (ties are common: ratings).
     One person moves each score by at most 1, so noisy max with scale 2 / epsilon is epsilon-DP."""
     n = f"count(p.{column})"
-    return (f"SELECT list(score ORDER BY i) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
+    return (f"SELECT list({{'i': i, 's': score}}) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
             f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
 
 
@@ -191,10 +191,12 @@ def columns(aggregates) -> list[str]:
 
 def _keyed_hash(args: list[exp.Expression], dialect: str, portable: bool) -> exp.Expression:
     """The hash ordering a person's groups and rows: the engine's fastest (DuckDB's hash, Spark's xxhash64),
-    or, `portable`, MD5 of the values' text, the same on every engine (to compare engines row for row)."""
+    or, `portable`, MD5 of the values as JSON, the same on every engine (to compare engines row for row)."""
     if portable:
-        text = exp.func("concat_ws", exp.Literal.string("|"), *(exp.cast(a, "VARCHAR") for a in args))
-        return exp.func("md5", text)
+        values = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"a{i}"), expression=a) for i, a in enumerate(args)])
+        # Spark leaves NULL fields out of JSON unless told not to; DuckDB writes them as null
+        options = [exp.Anonymous(this="map", expressions=[exp.Literal.string("ignoreNullFields"), exp.Literal.string("false")])]
+        return exp.func("md5", exp.Anonymous(this="to_json", expressions=[values, *(options if dialect == "spark" else [])]))
     if dialect == "duckdb":  # hashed again: DuckDB combines the values' hashes with too little mixing to order by
         return exp.Anonymous(this="hash", expressions=[exp.Anonymous(this="hash", expressions=args)])
     return exp.Anonymous(this="xxhash64", expressions=args)

@@ -11,8 +11,8 @@ rows from a Python list made beforehand; duckdb-anon reads the table in the data
 Rows: each tool at the given bounds; PipelineDP at each max_partitions_contributed of --sweep (smaller
 sizes only); duckdb-anon with every bound left for it to choose (10 % of epsilon spent on choosing).
 
-    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000]
-Prints one table and writes it to bench/results/dp_vs_pipelinedp.md.
+    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--out FILE]
+Prints one table and writes it to bench/results/dp_vs_pipelinedp.md (or --out).
 """
 from __future__ import annotations
 
@@ -78,6 +78,7 @@ def main() -> None:
     parser.add_argument("--ratings", type=int, nargs="+", default=[100_000, 10_000_000])
     parser.add_argument("--max-groups", type=int, default=10)
     parser.add_argument("--sweep-up-to", type=int, default=1_000_000, help="PipelineDP's sweep only up to this size")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the table is written")
     args = parser.parse_args()
     lines = ["| ratings | people | tool | max groups | items released | median rel. error count | "
              "median rel. error mean | wall s |", "|---|---|---|---|---|---|---|---|"]
@@ -108,7 +109,7 @@ def main() -> None:
         row(rows_n, people, f"duckdb-anon, bounds chosen ({chosen})", "chosen", errors(released, true), seconds)
         del rows
         con.close()
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

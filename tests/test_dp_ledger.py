@@ -57,7 +57,7 @@ def test_no_budget_no_unit_and_existing_names_are_refused(con):
     duckdb_anon.set_dp_budget(con, "ratings", 5.0, 1e-5)
     duckdb_anon.publish_dp(con, "ratings", "x", **ARGS)
     with pytest.raises(DeclarationError, match="'name'.*exists"):
-        duckdb_anon.publish_dp(con, "ratings", "x", **ARGS)
+        duckdb_anon.publish_dp(con, "ratings", "X", **ARGS)  # names are case-insensitive: X is table x
     with pytest.raises(DeclarationError, match="set_dp_budget.*'epsilon'"):
         duckdb_anon.set_dp_budget(con, "ratings", 0, 1e-5)
     assert con.execute("SELECT epsilon_spent FROM anon_dp_ledger").fetchall()[0][0] == pytest.approx(0.4)

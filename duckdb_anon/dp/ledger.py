@@ -16,6 +16,7 @@ import time
 import duckdb
 
 from duckdb_anon.dp.plan import delta_spent
+from duckdb_anon.releases import _check_name as check_release_name
 from duckdb_anon.roles import DeclarationError
 
 RETRIES = 20
@@ -61,8 +62,7 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
     is left, when the budget cannot pay, and DeclarationError when the unit has no budget or `name`
     exists (and `replace` is false)."""
     fn = "publish_dp"
-    if not isinstance(name, str) or not name:
-        raise DeclarationError(f"{fn}(): argument 'name' must be a table name, got {name!r}")
+    check_release_name(con, fn, name, replace)  # again inside the transaction: this one fails before any work
     arguments = {"table_name": table, "group_by": list(group_by), "value": value, "aggregates": list(aggregates),
                  "epsilon": epsilon, "delta": delta, "max_groups_contributed": max_groups_contributed,
                  "max_rows_per_group": max_rows_per_group, "min_value": min_value, "max_value": max_value,
@@ -90,10 +90,7 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
                 left_e, left_d = budget[0]
                 raise BudgetError(f"{fn}(): the release would spend epsilon {epsilon:g}, delta {spend_delta:g} from the budget "
                                   f"of {unit!r}, which has epsilon {left_e:g}, delta {left_d:g} left")
-            exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = current_schema()",
-                                 [name]).fetchall()[0][0]
-            if exists and not replace:
-                raise DeclarationError(f"{fn}(): argument 'name': table {name!r} exists (pass replace=True to replace it)")
+            check_release_name(con, fn, name, replace)
             con.execute(f"CREATE OR REPLACE TABLE {target} AS {call}", arguments)
             groups = con.execute(f"SELECT count(*) FROM {target}").fetchall()[0][0]
             con.execute("INSERT OR REPLACE INTO anon_dp_releases VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp::TIMESTAMP)",

@@ -2,7 +2,7 @@
 -- The macros themselves are generated at install time from duckdb_anon/dp/plan.py, the one text of their
 -- SQL, which Spark runs too; these helpers are the DuckDB side of them. Pure SQL.
 
-CREATE OR REPLACE MACRO anon_dp_aggregate_names() AS ['count', 'count_distinct', 'sum', 'avg'];
+CREATE OR REPLACE MACRO anon_dp_aggregate_names() AS ['count', 'count_distinct', 'sum', 'avg', 'median'];
 
 -- true, or an error naming fn and the first argument at fault. `noisy`: dp_aggregate (epsilon, delta, noise,
 -- confidence and aggregates are checked too); else dp_bounded_aggregates.
@@ -27,11 +27,12 @@ CREATE OR REPLACE MACRO anon_dp_arguments_ok(fn, table_name, group_by, value, ma
     AND (NOT noisy OR (
         anon_check(aggregates IS NULL OR typeof(aggregates) <> 'VARCHAR[]' OR len(try_cast(aggregates AS VARCHAR[])) = 0
                    OR NOT list_bool_and(list_transform(try_cast(aggregates AS VARCHAR[]), lambda a: list_contains(anon_dp_aggregate_names(), a))),
-                   fn, 'aggregates', 'must be a non-empty list of ''count'', ''count_distinct'', ''sum'', ''avg'', got '
+                   fn, 'aggregates', 'must be a non-empty list of ''count'', ''count_distinct'', ''sum'', ''avg'', ''median'', got '
                    || anon_shown(aggregates))
         AND anon_check(value IS NULL AND (list_contains(try_cast(aggregates AS VARCHAR[]), 'sum')
-                                          OR list_contains(try_cast(aggregates AS VARCHAR[]), 'avg')),
-                       fn, 'value', 'must name the column that sum and avg aggregate')
+                                          OR list_contains(try_cast(aggregates AS VARCHAR[]), 'avg')
+                                          OR list_contains(try_cast(aggregates AS VARCHAR[]), 'median')),
+                       fn, 'value', 'must name the column that sum, avg and median aggregate')
         AND anon_number_ok(fn, 'epsilon', epsilon, lo := 0, above := true)
         AND anon_number_ok(fn, 'delta', delta, lo := 0, hi := 0.5)
         AND anon_choice_ok(fn, 'noise', noise, ['laplace', 'gaussian'])

@@ -92,8 +92,8 @@ BAD = [
     ("max_groups_contributed := 0", ["dp_aggregate", "'max_groups_contributed'", ">= 1"]),
     ("max_groups_contributed := 1.5", ["dp_aggregate", "'max_groups_contributed'", "integer"]),
     ("max_rows_per_group := 0", ["dp_aggregate", "'max_rows_per_group'"]),
-    ("aggregates := ['median']", ["dp_aggregate", "'aggregates'"]),
-    ("aggregates := ['avg']", ["dp_aggregate", "'value'", "sum and avg"]),
+    ("aggregates := ['mode']", ["dp_aggregate", "'aggregates'"]),
+    ("aggregates := ['avg']", ["dp_aggregate", "'value'", "sum, avg and median"]),
     ("value := 'value', aggregates := ['avg'], min_value := 5, max_value := 1", ["dp_aggregate", "'max_value'", ">= min_value"]),
     ("value := 'value', aggregates := ['avg'], min_value := 'low'", ["dp_aggregate", "'min_value'"]),
     ("confidence := 1", ["dp_aggregate", "'confidence'"]),
@@ -137,3 +137,20 @@ def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
                            "max_groups_contributed := 3, privacy_unit_column := 'person') LIMIT 1").df()
     assert list(given.columns) == ["item", "count", "count_ci_low", "count_ci_high"]
     assert given["count_ci_high"].iloc[0] - given["count"].iloc[0] == pytest.approx(3 * math.log(20))
+
+
+def test_the_median_is_within_its_stated_rank_error_of_the_middle(dp_con):
+    # 200 groups of 300 people, values 0..100 with ties; the released median checked against each group's values
+    dp_con.execute("CREATE OR REPLACE TABLE dp_med AS SELECT g AS grp, g * 1000 + p AS person, (hash(g, p) % 101)::DOUBLE AS x "
+                   "FROM range(200) a(g), range(300) b(p)")
+    dp_con.execute("CREATE OR REPLACE TABLE dp_med_groups AS SELECT range AS grp FROM range(200)")
+    frame = dp_con.execute("SELECT grp, median, median_rank_error FROM dp_aggregate('dp_med', ['grp'], value := 'x', "
+                           "aggregates := ['count', 'median'], epsilon := 2, delta := 0, max_groups_contributed := 1, "
+                           "min_value := 0, max_value := 100, public_groups := 'dp_med_groups', privacy_unit_column := 'person')").df()
+    t = 2 * 1 * 1 / (2 / 2) * (math.log(64) + math.log(20))  # 2 max_rows max_groups / epsilon_share (ln points + ln 1/alpha)
+    assert frame["median_rank_error"].round(9).unique().tolist() == [round(t, 9)]
+    values = dp_con.execute("SELECT grp, x FROM dp_med").df().merge(frame, on="grp")
+    below = values.assign(lt=values["x"] < values["median"], le=values["x"] <= values["median"]).groupby("grp")[["lt", "le"]].sum()
+    covered = ((below["lt"] <= 150 + t) & (below["le"] >= 150 - t)).mean()
+    assert covered >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / 200)
+    assert ((frame["median"] - 50).abs() <= 20).all()  # 150 +- 29 values of 300 spread evenly over 0..100

@@ -17,7 +17,7 @@ The rules, each stated once here:
   leaves), ``rows`` (by at most max_rows) and ``nsum``, the sum of clamped values minus the midpoint of
   [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
 - the mechanisms released: persons (for count_distinct, for partition selection, and for count when
-  max_rows = 1, where rows = persons), rows (count with max_rows > 1) and nsum (sum and avg);
+  max_rows = 1, where rows = persons), rows (count with max_rows > 1), nsum (sum and avg), the median;
   epsilon is split equally among the mechanisms used; with Gaussian noise delta too, a share going to
   partition selection; with Laplace noise all of delta goes to partition selection;
 - Laplace scale = max_groups * sensitivity / epsilon_share; Gaussian sigma from OpenDP's calibration for
@@ -26,6 +26,9 @@ The rules, each stated once here:
   1 + scale * ln(max_groups / (2 delta)) (Laplace) or 1 + sigma * Phi^-1(1 - delta / max_groups) (Gaussian):
   a group that exists only through one person then appears with probability at most delta / max_groups,
   so at most delta over the person's max_groups groups;
+- the median: one of MEDIAN_POINTS evenly spaced points of [lo, hi], by report-noisy-max over scores
+  (minus how far a point is from splitting the group's values in half) that one person moves by max_rows
+  in each of max_groups groups: scale 2 * max_rows * max_groups / epsilon_share, no delta;
 - count = noisy rows (or persons), sum = noisy nsum + mid * count, avg = mid + noisy nsum / max(count, 1)
   clamped to [lo, hi]; each with a confidence interval for the noise: value +- the quantile of the noise
   (two noises at half the error rate each, by the union bound, for sum and avg).
@@ -36,7 +39,9 @@ import sqlglot
 from sqlglot import exp
 
 #: what dp_aggregate() can release, and the columns each adds to the result
-AGGREGATES = ("count", "count_distinct", "sum", "avg")
+AGGREGATES = ("count", "count_distinct", "sum", "avg", "median")
+#: the median is chosen among this many evenly spaced points of [min_value, max_value]
+MEDIAN_POINTS = 64
 PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued", "noise", "aggregates", "public", "key",
               "confidence")
 
@@ -128,12 +133,13 @@ def _half_width(scale: str, alpha: str) -> str:
 _HAS = "list_contains(__p_aggregates, '{}')"
 _COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('avg')})"
 _VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
-_MECHANISMS = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"
+_MECHANISMS = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT) + CAST(use_median AS INT))"
 
 _NOISY = f"""
 flags AS (
     SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
-           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, NOT __p_public AS selecting
+           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
+           NOT __p_public AS selecting
     FROM chosen),
 budget AS (
     SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
@@ -144,7 +150,10 @@ budget AS (
 scales AS (
     SELECT *, CASE WHEN use_p THEN {_scale('1.0')} END AS scale_p,
            CASE WHEN use_r THEN {_scale('__p_max_rows')} END AS scale_r,
-           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0')} END AS scale_s
+           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0')} END AS scale_s,
+           -- the median's exponential mechanism: a person moves a group's scores by max_rows, in max_groups groups
+           CASE WHEN use_median THEN 2.0 * __p_max_rows * max_groups / eps_each END AS scale_median,
+           (hi - lo) / {MEDIAN_POINTS - 1}.0 AS median_step
     FROM budget),
 spent AS (
     SELECT *, CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + scale_p * ln(max_groups / (2.0 * delta_select))
@@ -157,6 +166,17 @@ candidates AS (
     SELECT p.__anon_group, coalesce(a.persons, 0), coalesce(a.rows, 0), coalesce(a.nsum, 0.0)
     FROM (SELECT DISTINCT __anon_group FROM __dp_public) p LEFT JOIN aggregates a ON a.g = p.__anon_group
     WHERE __p_public),
+median_hist AS (  -- per group: values counted by the first point above them (a) and at or above them (b)
+    SELECT b.g, least(greatest(CAST(floor((b.v + c.mid - c.lo) / c.median_step) AS BIGINT) + 1, 0), {MEDIAN_POINTS}) AS a,
+           least(greatest(CAST(ceil((b.v + c.mid - c.lo) / c.median_step) AS BIGINT), 0), {MEDIAN_POINTS}) AS b, count(*) AS n
+    FROM bounded b CROSS JOIN spent c WHERE c.use_median AND c.median_step > 0 GROUP BY 1, 2, 3),
+median_points AS ({_grid(tuple(range(MEDIAN_POINTS)))}),
+median_scores AS (  -- per group and point: minus how far it is from being a median (the rule of _scores at 1/2)
+    SELECT c.g, k.i, -greatest(0.5 * coalesce(sum(h.n), 0) - coalesce(sum(CASE WHEN h.b <= k.i THEN h.n END), 0),
+                              coalesce(sum(CASE WHEN h.a <= k.i THEN h.n END), 0) - 0.5 * coalesce(sum(h.n), 0), 0) AS score
+    FROM candidates c CROSS JOIN median_points k CROSS JOIN spent s LEFT JOIN median_hist h ON h.g = c.g
+    WHERE s.use_median GROUP BY c.g, k.i),
+median_lists AS (SELECT g, list({{'i': i, 's': score}}) AS scores FROM median_scores GROUP BY g),
 noisy AS (
     SELECT c.g, anon_dp_noise(CAST(c.persons AS DOUBLE), s.scale_p, __p_noise) AS np,
            anon_dp_noise(CAST(c.rows AS DOUBLE), s.scale_r, __p_noise) AS nr,
@@ -164,11 +184,13 @@ noisy AS (
     FROM candidates c CROSS JOIN spent s),
 released AS (
     SELECT n.g, n.np, n.ns, CASE WHEN s.use_r THEN n.nr ELSE n.np END AS nc, s.lo, s.hi, s.mid, s.max_groups,
+           CASE WHEN s.use_median THEN s.lo + s.median_step * coalesce(anon_dp_noisy_max(ml.scores, s.scale_median), 0) END AS med,
+           s.scale_median * (ln({MEDIAN_POINTS}.0) + ln(1.0 / (1.0 - __p_confidence))) AS median_rank_error,
            {_half_width('s.scale_p', '1.0 - __p_confidence')} AS hp,
            {_half_width('s.scale_c', '1.0 - __p_confidence')} AS hc,
            {_half_width('s.scale_c', '(1.0 - __p_confidence) / 2.0')} AS hc2,
            {_half_width('s.scale_s', '(1.0 - __p_confidence) / 2.0')} AS hs2
-    FROM noisy n CROSS JOIN spent s
+    FROM noisy n CROSS JOIN spent s LEFT JOIN median_lists ml ON ml.g = n.g
     WHERE NOT s.selecting OR n.np >= s.threshold),
 result AS (
     SELECT g AS __anon_group, nc AS "count", nc - hc AS count_ci_low, nc + hc AS count_ci_high,
@@ -180,13 +202,16 @@ result AS (
                 ELSE lo END AS avg_ci_low,
            CASE WHEN nc - hc2 > 0 THEN least(mid + greatest((ns + hs2) / (nc - hc2), (ns + hs2) / (nc + hc2)), hi)
                 ELSE hi END AS avg_ci_high,
+           med AS median, median_rank_error,
            max_groups AS max_groups_contributed, lo AS min_value, hi AS max_value
     FROM released)"""
 
 
 def columns(aggregates) -> list[str]:
-    """The result's value columns for `aggregates`, in their order."""
-    return [f"{a}{suffix}" for a in AGGREGATES if a in aggregates for suffix in ("", "_ci_low", "_ci_high")]
+    """The result's value columns for `aggregates`, in their order: each value with its interval; the
+    median with its error in rank (how many values from the middle it may be, at the confidence level)."""
+    return [f"{a}{suffix}" for a in AGGREGATES if a in aggregates
+            for suffix in (("", "_rank_error") if a == "median" else ("", "_ci_low", "_ci_high"))]
 
 
 def _keyed_hash(args: list[exp.Expression], dialect: str, portable: bool) -> exp.Expression:

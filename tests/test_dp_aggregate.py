@@ -145,12 +145,12 @@ def test_the_median_is_within_its_stated_rank_error_of_the_middle(dp_con):
                    "FROM range(200) a(g), range(300) b(p)")
     dp_con.execute("CREATE OR REPLACE TABLE dp_med_groups AS SELECT range AS grp FROM range(200)")
     frame = dp_con.execute("SELECT grp, median, median_rank_error FROM dp_aggregate('dp_med', ['grp'], value := 'x', "
-                           "aggregates := ['count', 'median'], epsilon := 2, delta := 0, max_groups_contributed := 1, "
+                           "aggregates := ['count', 'median'], epsilon := 2, delta := 0, max_groups_contributed := 2, "
                            "min_value := 0, max_value := 100, public_groups := 'dp_med_groups', privacy_unit_column := 'person')").df()
-    t = 2 * 1 * 1 / (2 / 2) * (math.log(64) + math.log(20))  # 2 max_rows max_groups / epsilon_share (ln points + ln 1/alpha)
+    t = 2 * 1 * 2 / (2 / 2) * (math.log(64) + math.log(20))  # 2 max_rows max_groups / epsilon_share (ln points + ln 1/alpha)
     assert frame["median_rank_error"].round(9).unique().tolist() == [round(t, 9)]
     values = dp_con.execute("SELECT grp, x FROM dp_med").df().merge(frame, on="grp")
     below = values.assign(lt=values["x"] < values["median"], le=values["x"] <= values["median"]).groupby("grp")[["lt", "le"]].sum()
     covered = ((below["lt"] <= 150 + t) & (below["le"] >= 150 - t)).mean()
     assert covered >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / 200)
-    assert ((frame["median"] - 50).abs() <= 20).all()  # 150 +- 29 values of 300 spread evenly over 0..100
+    assert ((frame["median"] - 50).abs() <= 25).all()  # 150 +- 57 values of 300 spread evenly over 0..100

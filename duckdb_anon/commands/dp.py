@@ -6,8 +6,8 @@ import argparse
 
 import duckdb
 
-from duckdb_anon.commands.database import open_database
-from duckdb_anon.commands.errors import BadArgument, argument_error, first_line
+from duckdb_anon.commands.database import open_database, print_published
+from duckdb_anon.commands.errors import publish_error
 from duckdb_anon.commands.progress import Progress
 from duckdb_anon.dp.ledger import BudgetError, publish_dp, set_dp_budget
 from duckdb_anon.roles import DeclarationError
@@ -22,14 +22,7 @@ OPTIONS = {"table": "TABLE", "table_name": "TABLE", "name": "NAME", "group_by": 
 
 def _bad(exc: Exception) -> Exception:
     """The error as the command reports it: a bad argument names its option; a refused publish says what is left."""
-    if isinstance(exc, BudgetError):
-        return exc
-    bad = argument_error(exc, OPTIONS)
-    if bad is None and isinstance(exc, DeclarationError):
-        bad = BadArgument("TABLE", first_line(exc))
-    if bad is not None and "replace=True" in str(bad):
-        bad = BadArgument(bad.argument, str(bad).split(": ", 1)[1].replace("pass replace=True", "add --replace"))
-    return bad or exc
+    return exc if isinstance(exc, BudgetError) else publish_error(exc, OPTIONS, DeclarationError)
 
 
 def budget(args: argparse.Namespace) -> int:
@@ -60,10 +53,7 @@ def publish(args: argparse.Namespace) -> int:
                                  confidence=args.confidence, replace=args.replace)
             except (DeclarationError, duckdb.Error) as exc:
                 raise _bad(exc) from None
-        width = max(len(name) for name in row)
-        print(f"published {args.name} in {args.database}:")
-        for name, value in row.items():
-            print(f"  {name:<{width}}  {value}")
+        print_published(args.name, args.database, row)
         return 0
     finally:
         con.close()

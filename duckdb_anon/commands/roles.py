@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon import connect, new_pseudonym_key, publish_release, set_pseudonym_key
-from duckdb_anon.commands.errors import BadArgument, argument_error, first_line
-from duckdb_anon.commands.database import open_database, print_table
+from duckdb_anon.commands.errors import BadArgument, argument_error, publish_error
+from duckdb_anon.commands.database import open_database, print_published, print_table
 from duckdb_anon.commands.files import (attach_database, checked_output, columns_of, data_file, existing_file,
                                         file_relation, written_atomically)
 from duckdb_anon.commands.progress import Progress
@@ -95,16 +95,8 @@ def publish(args: argparse.Namespace) -> int:
                 row = publish_release(con, args.table, args.name, replace=args.replace)
             except (DeclarationError, duckdb.Error) as exc:
                 options = {"table": "TABLE", "name": "NAME", "table_name": "TABLE"}
-                bad = argument_error(exc, options)
-                if bad is None and isinstance(exc, DeclarationError):
-                    bad = BadArgument("TABLE", first_line(exc))
-                if bad is not None and "replace=True" in str(bad):
-                    bad = BadArgument(bad.argument, str(bad).split(": ", 1)[1].replace("pass replace=True", "add --replace"))
-                raise bad or exc from None
-        width = max(len(name) for name in row)
-        print(f"published {args.name} in {args.database}:")
-        for name, value in row.items():
-            print(f"  {name:<{width}}  {value}")
+                raise publish_error(exc, options, DeclarationError) from None
+        print_published(args.name, args.database, row)
         return 0
     finally:
         con.close()

@@ -18,8 +18,9 @@ The rules, each stated once here:
   [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
 - the mechanisms released: persons (for count_distinct, for partition selection, and for count when
   max_rows = 1, where rows = persons), rows (count with max_rows > 1), nsum (sum and avg), the median;
-  epsilon is split equally among the mechanisms used; with Gaussian noise delta too, a share going to
-  partition selection; with Laplace noise all of delta goes to partition selection;
+  epsilon is split equally among the mechanisms used; with Gaussian noise delta too (among those that add
+  noise: not the median), a share going to partition selection; with Laplace noise all of delta goes to
+  partition selection;
 - Laplace scale = max_groups * sensitivity / epsilon_share; Gaussian sigma from OpenDP's calibration for
   L2 sensitivity sqrt(max_groups) * sensitivity (see noise.py);
 - partition selection (no public groups): a group is released when its noisy person count reaches
@@ -133,7 +134,8 @@ def _half_width(scale: str, alpha: str) -> str:
 _HAS = "list_contains(__p_aggregates, '{}')"
 _COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('avg')})"
 _VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
-_MECHANISMS = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT) + CAST(use_median AS INT))"
+_NOISES = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"  # the mechanisms that add noise
+_MECHANISMS = f"({_NOISES} + CAST(use_median AS INT))"
 
 _NOISY = f"""
 flags AS (
@@ -143,8 +145,8 @@ flags AS (
     FROM chosen),
 budget AS (
     SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
-           CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_MECHANISMS} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
-           CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_MECHANISMS} + 1)
+           CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
+           CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
                 ELSE __p_delta END AS delta_select
     FROM flags),
 scales AS (

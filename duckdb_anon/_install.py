@@ -56,14 +56,18 @@ def _lock_for(path: str | None) -> threading.Lock:
 
 
 def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """Every macro, the version and the policies: the statements of one transaction."""
-    from duckdb_anon import __version__
+    """Every macro, the version and the declarations: the statements of one transaction."""
+    from duckdb_anon import __version__, dp
+    from duckdb_anon.privacy_units import apply_privacy_units
     from duckdb_anon.roles import apply_policies
 
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
+    for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)
+        con.execute(statement)
+    apply_privacy_units(con)  # privacy_unit_rows() from the declarations the file holds
     apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
 
 
@@ -97,12 +101,14 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     Safe to call from several threads at once. On a read-only database it only registers the Python
     kernel, and raises if the file does not hold this version's macros."""
     from duckdb_anon import __version__
+    from duckdb_anon.dp import noise
     from duckdb_anon.walk import register
 
     con.complete()  # a pending result would make create_function fail ("unfinished result")
     path, readonly = _database(con)
     with _lock_for(path):
         register(con)  # before the SQL: macros that call a UDF can only be created once it exists
+        noise.register(con)  # the DP noise functions, likewise
         if not readonly:
             _write_in_transaction(con)
         elif (found := installed_version(con)) != __version__:

@@ -15,7 +15,7 @@ import sys
 import duckdb
 
 from duckdb_anon import __version__
-from duckdb_anon.commands import database, mondrian, report, roles
+from duckdb_anon.commands import database, dp, mondrian, report, roles
 from duckdb_anon.commands.errors import EXIT_BAD_ARGUMENT, EXIT_FAILED, BadArgument, first_line
 
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_commands(sub)
     roles.add_commands(sub)
     database.add_commands(sub)
+    dp.add_commands(sub)
     return parser
 
 

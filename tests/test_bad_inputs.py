@@ -144,6 +144,12 @@ BAD_INPUTS = [
     ("SELECT * FROM release_differencing('rel', 'rel', ['age'], 'id', k := 0)", "release_differencing", "k"),
     ("SELECT * FROM release_differencing(NULL, 'rel', ['age'], 'id')", "release_differencing", "release_a"),
     ("SELECT * FROM release_differencing('rel', 'dup', ['age'], 'id')", "release_differencing", "id_column"),
+    # differential privacy
+    ("SELECT * FROM dp_aggregate('t', ['zip'], epsilon := 0, delta := 1e-6, max_groups_contributed := 1, privacy_unit_column := 'id')",
+     "dp_aggregate", "epsilon"),
+    ("SELECT * FROM dp_bounded_aggregates('t', ['zip'], max_groups_contributed := 0, privacy_unit_column := 'id')",
+     "dp_bounded_aggregates", "max_groups_contributed"),
+    ("SELECT * FROM privacy_unit_rows('t')", "privacy_unit_rows", "table_name"),
 ]
 
 # Public functions that take no argument.

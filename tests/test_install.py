@@ -78,9 +78,12 @@ PLAIN_CLIENT_CALLS = {
     "suggest_roles_sql": "SELECT suggest_roles_sql('p')",
     "release_differencing": "SELECT * FROM release_differencing('p_k5', 'p_k5', ['age', 'zip'], 'id')",
     "anon_compile_policies": "SELECT anon_compile_policies()",
+    "privacy_unit_rows": "SELECT * FROM privacy_unit_rows('p')",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",
 }
-NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)"}
+NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)",
+                "dp_aggregate": "SELECT * FROM dp_aggregate('p', ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1)",
+                "dp_bounded_aggregates": "SELECT * FROM dp_bounded_aggregates('p', ['zip'], max_groups_contributed := 1)"}
 
 
 def test_every_public_function_is_listed(con):
@@ -109,6 +112,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     duckdb_anon.declare_role(con, "p", "zip", "quasi_identifier")
     duckdb_anon.set_policy(con, "p", 5, undeclared="drop")
     duckdb_anon.apply_policies(con)
+    duckdb_anon.declare_privacy_unit(con, "p", "id")
     con.close()
     script = (
         "import json, sys, duckdb\n"
@@ -128,6 +132,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     rows = json.loads(result.stdout)
     assert all(rows[name] > 0 for name in PLAIN_CLIENT_CALLS), rows
     assert "anon_random_walk" in rows["random_walk"]
+    assert all("anon_dp_" in rows[name] for name in ("dp_aggregate", "dp_bounded_aggregates")), rows
 
 
 def test_two_connections_to_one_file_in_one_process(tmp_path):

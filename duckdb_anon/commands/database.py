@@ -39,6 +39,14 @@ def print_table(relation: duckdb.DuckDBPyRelation, max_rows: int) -> None:
     relation.show(max_rows=max_rows, max_width=width)
 
 
+def print_published(name: str, database: str, row: dict) -> None:
+    """The recorded row of a release just published, one field a line."""
+    width = max(len(field) for field in row)
+    print(f"published {name} in {database}:")
+    for field, value in row.items():
+        print(f"  {field:<{width}}  {value}")
+
+
 def install_into(args: argparse.Namespace) -> int:
     """Install or upgrade the functions in a database file and apply its declared roles and policies, so
     plain SQL users who INSERT declarations get an up-to-date anonymized()."""

@@ -40,3 +40,15 @@ def argument_error(exc: Exception, options: dict[str, str]) -> BadArgument | Non
     if found is None:
         return None
     return BadArgument(options.get(found.group(2), found.group(2)), text[found.start():])
+
+
+def publish_error(exc: Exception, options: dict[str, str], declaration_error: type) -> Exception:
+    """What a publishing command reports for `exc`: an error naming an argument as the option that set it
+    (see argument_error), a refused declaration as a bad TABLE, "pass replace=True" as "add --replace";
+    anything else as it is."""
+    bad = argument_error(exc, options)
+    if bad is None and isinstance(exc, declaration_error):
+        bad = BadArgument("TABLE", first_line(exc))
+    if bad is not None and "replace=True" in str(bad):
+        bad = BadArgument(bad.argument, str(bad).split(": ", 1)[1].replace("pass replace=True", "add --replace"))
+    return bad or exc

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon import connect, new_pseudonym_key, publish_release, publish_rerelease, set_pseudonym_key
-from duckdb_anon.commands.errors import BadArgument, argument_error, first_line
-from duckdb_anon.commands.database import open_database, print_table
+from duckdb_anon.commands.errors import BadArgument, argument_error, publish_error
+from duckdb_anon.commands.database import open_database, print_published, print_table
 from duckdb_anon.commands.files import (attach_database, checked_output, columns_of, data_file, existing_file,
                                         file_relation, written_atomically)
 from duckdb_anon.commands.progress import Progress
@@ -105,20 +105,13 @@ def publish(args: argparse.Namespace) -> int:
             except (DeclarationError, duckdb.Error) as exc:
                 options = {"table": "TABLE", "name": "NAME", "table_name": "TABLE", "id_column": "--id-column",
                            "previous": "--previous"}
-                bad = argument_error(exc, options)
-                if bad is None and isinstance(exc, DeclarationError):
-                    bad = BadArgument("TABLE", first_line(exc))
-                if bad is not None and "replace=True" in str(bad):
-                    bad = BadArgument(bad.argument, str(bad).split(": ", 1)[1].replace("pass replace=True", "add --replace"))
-                if bad is not None and "allow_differencing=True" in str(bad):  # the refusal, in the command's words
+                bad = publish_error(exc, options, DeclarationError)
+                if isinstance(bad, BadArgument) and "allow_differencing=True" in str(bad):  # the refusal, in the command's words
                     words = str(bad).split(": ", 1)[1].replace("pass allow_differencing=True", "add --allow-differencing")
                     words = words.replace("(duckdb_anon.publish_rerelease(con, table, name, previous=...))", "(add --rerelease)")
                     bad = BadArgument(bad.argument, words.replace("pass id_column=...", "add --id-column COLUMN"))
-                raise bad or exc from None
-        width = max(len(name) for name in row)
-        print(f"published {args.name} in {args.database}:")
-        for name, value in row.items():
-            print(f"  {name:<{width}}  {value}")
+                raise bad from None
+        print_published(args.name, args.database, row)
         _print_differencing(con, args.name, row)
         return 0
     finally:

@@ -1,0 +1,108 @@
+"""Publishing a DP aggregate against a budget that cannot be overspent.
+
+``publish_dp()`` writes the release table, records it in ``anon_dp_releases`` and debits the budget of its
+privacy unit in ``anon_dp_budgets`` (sql/82_dp_ledger.sql), all in one transaction. The debit is one
+conditional UPDATE of the budget's row: it changes the row only when the spend fits, so a refused publish
+leaves nothing behind, and two publishes at once conflict on that row (DuckDB aborts one) instead of both
+passing the check. A publish that loses such a conflict is retried from the start, a few times.
+
+SQL text here is fixed text, the release's name quoted by anon_sql_identifier, and parameters.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import duckdb
+
+from duckdb_anon.dp.plan import delta_spent
+from duckdb_anon.releases import _check_name as check_release_name
+from duckdb_anon.roles import DeclarationError
+
+RETRIES = 20
+
+
+class BudgetError(DeclarationError):
+    """A publish that would spend more than the privacy unit's budget has left."""
+
+
+def set_dp_budget(con: duckdb.DuckDBPyConnection, unit_table: str, epsilon: float, delta: float) -> None:
+    """Declare the total (epsilon, delta) that releases about the people of `unit_table` may spend (the
+    table holding their person column). Raising a budget later keeps what was spent."""
+    fn = "set_dp_budget"
+    if not isinstance(unit_table, str) or not unit_table:
+        raise DeclarationError(f"{fn}(): argument 'unit_table' must be a table name, got {unit_table!r}")
+    for arg, value, ok in (("epsilon", epsilon, lambda v: v > 0), ("delta", delta, lambda v: 0 <= v < 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
+            raise DeclarationError(f"{fn}(): argument '{arg}' must be a number {'> 0' if arg == 'epsilon' else 'in [0, 1)'}, "
+                                   f"got {value!r}")
+    con.execute("INSERT INTO anon_dp_budgets (unit_table, epsilon, delta) VALUES (?, ?, ?) ON CONFLICT (unit_table) "
+                "DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta", [unit_table, epsilon, delta])
+
+
+def _unit_table(con, table: str, privacy_unit_column: str | None) -> str:
+    found = con.execute("SELECT unit_table FROM anon_privacy_unit_problems WHERE table_name = ?", [table]).fetchall()
+    if found:
+        return found[0][0]
+    if privacy_unit_column is None:
+        raise DeclarationError(f"publish_dp(): argument 'table': no privacy unit declared for {table!r} "
+                               "(declare_privacy_unit(), or pass privacy_unit_column)")
+    return table  # the table holds its person column itself
+
+
+def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_by: list[str], epsilon: float,
+               delta: float, max_groups_contributed: int, value: str | None = None, aggregates=("count",),
+               max_rows_per_group: int = 1, min_value: float | None = None, max_value: float | None = None,
+               noise: str = "laplace", public_groups: str | None = None, privacy_unit_column: str | None = None,
+               confidence: float = 0.95, replace: bool = False) -> dict:
+    """Run ``dp_aggregate()`` with these arguments into table `name`, record the release and debit
+    (epsilon, delta spent) from the budget of the table's privacy unit, in one transaction.
+
+    Returns the recorded release with ``epsilon_left`` and ``delta_left``. Raises BudgetError, saying what
+    is left, when the budget cannot pay, and DeclarationError when the unit has no budget or `name`
+    exists (and `replace` is false)."""
+    fn = "publish_dp"
+    check_release_name(con, fn, name, replace)  # again inside the transaction: this one fails before any work
+    arguments = {"table_name": table, "group_by": list(group_by), "value": value, "aggregates": list(aggregates),
+                 "epsilon": epsilon, "delta": delta, "max_groups_contributed": max_groups_contributed,
+                 "max_rows_per_group": max_rows_per_group, "min_value": min_value, "max_value": max_value,
+                 "noise": noise, "public_groups": public_groups, "privacy_unit_column": privacy_unit_column,
+                 "confidence": confidence}
+    unit = _unit_table(con, table, privacy_unit_column)
+    spend_delta = delta_spent(noise, delta, public_groups is not None) if isinstance(delta, (int, float)) else delta
+    target = con.execute("SELECT anon_sql_identifier(?)", [name]).fetchall()[0][0]
+    call = ("SELECT * FROM dp_aggregate($table_name, $group_by, value := $value, aggregates := $aggregates, "
+            "epsilon := $epsilon, delta := $delta, max_groups_contributed := $max_groups_contributed, "
+            "max_rows_per_group := $max_rows_per_group, min_value := $min_value, max_value := $max_value, noise := $noise, "
+            "public_groups := $public_groups, privacy_unit_column := $privacy_unit_column, confidence := $confidence)")
+    for attempt in range(RETRIES):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            budget = con.execute("SELECT epsilon_left, delta_left FROM anon_dp_ledger WHERE unit_table = ?", [unit]).fetchall()
+            if not budget:
+                raise DeclarationError(f"{fn}(): no budget for the people of {unit!r}: set one with set_dp_budget()")
+            debited = con.execute(
+                "UPDATE anon_dp_budgets SET epsilon_spent = epsilon_spent + $e, delta_spent = delta_spent + $d "
+                "WHERE unit_table = $u AND epsilon_spent + $e <= epsilon * (1 + 1e-12) AND delta_spent + $d <= delta * (1 + 1e-12) "
+                "RETURNING epsilon - epsilon_spent, delta - delta_spent",
+                {"e": epsilon, "d": spend_delta, "u": unit}).fetchall()
+            if not debited:
+                left_e, left_d = budget[0]
+                raise BudgetError(f"{fn}(): the release would spend epsilon {epsilon:g}, delta {spend_delta:g} from the budget "
+                                  f"of {unit!r}, which has epsilon {left_e:g}, delta {left_d:g} left")
+            check_release_name(con, fn, name, replace)
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS {call}", arguments)
+            groups = con.execute(f"SELECT count(*) FROM {target}").fetchall()[0][0]
+            con.execute("INSERT OR REPLACE INTO anon_dp_releases VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp::TIMESTAMP)",
+                        [name, table, unit, epsilon, spend_delta, json.dumps(arguments), groups])
+            con.execute("COMMIT")
+            left_e, left_d = debited[0]
+            return {"name": name, "source_table": table, "unit_table": unit, "epsilon": epsilon, "delta": spend_delta,
+                    "groups": groups, "epsilon_left": left_e, "delta_left": left_d}
+        except duckdb.TransactionException:  # another publish debited the same budget first: start again
+            con.execute("ROLLBACK")
+            time.sleep(0.01 * (attempt + 1))
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    raise BudgetError(f"{fn}(): the budget of {unit!r} stayed locked by other publishes through {RETRIES} attempts")

@@ -1,0 +1,263 @@
+"""The SQL of a differentially private aggregate, written once and generated for each engine by sqlglot.
+
+The text reads internal names only: the relation ``__dp_source`` with the columns ``__anon_unit`` (the
+person), ``__anon_group`` (the group key, one value: a struct of the group columns) and ``__anon_value``
+(the value summed or averaged, DOUBLE, NULL rows already left out), and ``__dp_public`` (column
+``__anon_group``: the groups given in advance, if any). Arguments appear as placeholders ``__p_<name>``:
+for DuckDB they become the parameters of the macro generated at install time, for Spark validated
+literals. User input never enters the text.
+
+The rules, each stated once here:
+
+- contribution bounding: per person at most ``max_groups`` groups, chosen in the order of a hash of a key
+  and the (person, group) pair, the key fresh per query on the publishing path (so the choice is random per
+  person, not by row order), and per person and group at most ``max_rows`` rows, chosen the same way;
+  values clamped to [lo, hi];
+- per group three bounded aggregates: ``persons`` (distinct people; changes by at most 1 when one person
+  leaves), ``rows`` (by at most max_rows) and ``nsum``, the sum of clamped values minus the midpoint of
+  [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
+- the mechanisms released: persons (for count_distinct, for partition selection, and for count when
+  max_rows = 1, where rows = persons), rows (count with max_rows > 1), nsum (sum and avg), the median;
+  epsilon is split equally among the mechanisms used; with Gaussian noise delta too (among those that add
+  noise: not the median), a share going to partition selection; with Laplace noise all of delta goes to
+  partition selection;
+- Laplace scale = max_groups * sensitivity / epsilon_share; Gaussian sigma from OpenDP's calibration for
+  L2 sensitivity sqrt(max_groups) * sensitivity (see noise.py);
+- partition selection (no public groups): a group is released when its noisy person count reaches
+  1 + scale * ln(max_groups / (2 delta)) (Laplace) or 1 + sigma * Phi^-1(1 - delta / max_groups) (Gaussian):
+  a group that exists only through one person then appears with probability at most delta / max_groups,
+  so at most delta over the person's max_groups groups;
+- the median: one of MEDIAN_POINTS evenly spaced points of [lo, hi], by report-noisy-max over scores
+  (minus how far a point is from splitting the group's values in half) that one person moves by max_rows
+  in each of max_groups groups: scale 2 * max_rows * max_groups / epsilon_share, no delta;
+- count = noisy rows (or persons), sum = noisy nsum + mid * count, avg = mid + noisy nsum / max(count, 1)
+  clamped to [lo, hi]; each with a confidence interval for the noise: value +- the quantile of the noise
+  (two noises at half the error rate each, by the union bound, for sum and avg).
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+#: what dp_aggregate() can release, and the columns each adds to the result
+AGGREGATES = ("count", "count_distinct", "sum", "avg", "median")
+#: the median is chosen among this many evenly spaced points of [min_value, max_value]
+MEDIAN_POINTS = 64
+PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued", "noise", "aggregates", "public", "key",
+              "confidence")
+
+#: bounds the user leaves out are chosen by DP quantiles spending this share of epsilon (split equally among
+#: the bounds chosen): max_groups at the median of the people's group counts, min_value and max_value at
+#: the 5th and 95th percentiles of one value drawn per person, each from a fixed grid of candidates
+BOUNDS_SHARE = 0.1
+M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
+M_GRID = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)
+V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in (1, 2, 5) for k in range(-3, 7)}))
+
+
+def _grid(values) -> str:
+    return "SELECT * FROM (VALUES " + ", ".join(f"({i}, {v!r})" for i, v in enumerate(values)) + ") AS t(i, c)"
+
+
+def _scores(column: str, level: float, grid: str) -> str:
+    """The exponential mechanism's score of each candidate c of `grid` as the `level` quantile of `column`
+    (one value per person, n of them): minus how far c is from being one, max(level * n - #(x <= c),
+    #(x < c) - level * n, 0), so that a value many people share scores 0 (ties are common: ratings).
+    One person moves each score by at most 1, so noisy max with scale 2 / epsilon is epsilon-DP."""
+    n = f"count(p.{column})"
+    return (f"SELECT list({{'i': i, 's': score}}) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
+            f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
+
+
+_BOUNDED = f"""
+src AS (
+    SELECT __anon_unit AS u, __anon_group AS g, __anon_value AS v FROM __dp_source
+    WHERE __anon_unit IS NOT NULL AND (NOT __p_public OR __anon_group IN (SELECT __anon_group FROM __dp_public))),
+settings AS (SELECT coalesce(__p_key, CAST(uuid() AS VARCHAR)) AS key),
+choices AS (
+    SELECT __p_max_groups IS NULL AS choose_m, __p_valued AND __p_lo IS NULL AS choose_lo,
+           __p_valued AND __p_hi IS NULL AS choose_hi),
+quantile_budget AS (
+    SELECT *, __p_epsilon * {BOUNDS_SHARE} / greatest(CAST(choose_m AS INT) + CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_q,
+           __p_epsilon * CASE WHEN choose_m OR choose_lo OR choose_hi THEN {1 - BOUNDS_SHARE} ELSE 1.0 END AS eps_rest
+    FROM choices),
+people AS (
+    SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
+    FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
+m_grid AS ({_grid(M_GRID)}),
+v_grid AS ({_grid(V_GRID)}),
+m_scores AS ({_scores("d", M_LEVEL, "m_grid")}),
+lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid")}),
+hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid")}),
+picks AS (
+    SELECT q.*, CASE WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_q) END AS m_pick,
+           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_q) END AS lo_pick,
+           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_q) END AS hi_pick
+    FROM quantile_budget q CROSS JOIN m_scores m CROSS JOIN lo_scores l CROSS JOIN hi_scores h),
+picked AS (
+    SELECT p.*, coalesce(__p_max_groups, mg.c) AS max_groups, coalesce(CAST(__p_lo AS DOUBLE), lg.c) AS lo_pick_value,
+           coalesce(CAST(__p_hi AS DOUBLE), hg.c) AS hi_pick_value
+    FROM picks p LEFT JOIN m_grid mg ON mg.i = p.m_pick LEFT JOIN v_grid lg ON lg.i = p.lo_pick
+         LEFT JOIN v_grid hg ON hg.i = p.hi_pick),
+chosen AS (
+    SELECT *, least(lo_pick_value, hi_pick_value) AS lo, greatest(lo_pick_value, hi_pick_value) AS hi,
+           (least(lo_pick_value, hi_pick_value) + greatest(lo_pick_value, hi_pick_value)) / 2.0 AS mid
+    FROM picked),
+keyed AS (
+    SELECT u, g, v, __keyed_hash(s.key, u, g) AS group_key, __keyed_hash(s.key, u, g, v) AS row_key
+    FROM src CROSS JOIN settings s),
+ranked AS (
+    -- one sort per person: pairs in key order, rows in key order within a pair (the rank of a row within
+    -- its pair is its row number less the rank of the pair's first row)
+    SELECT u, g, v, dense_rank() OVER by_pair AS group_rank, row_number() OVER by_row - rank() OVER by_pair + 1 AS row_rank
+    FROM keyed
+    WINDOW by_pair AS (PARTITION BY u ORDER BY group_key, g), by_row AS (PARTITION BY u ORDER BY group_key, g, row_key, v)),
+bounded AS (
+    SELECT r.u, r.g, least(greatest(r.v, c.lo), c.hi) - c.mid AS v FROM ranked r CROSS JOIN chosen c
+    WHERE r.group_rank <= c.max_groups AND r.row_rank <= __p_max_rows),
+aggregates AS (
+    SELECT g, count(DISTINCT u) AS persons, count(*) AS rows, sum(v) AS nsum FROM bounded GROUP BY g)"""
+
+
+def _scale(sensitivity: str) -> str:
+    """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`."""
+    return (f"CASE WHEN __p_noise = 'laplace' THEN max_groups * ({sensitivity}) / eps_each "
+            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt(max_groups) * ({sensitivity})) END")
+
+
+def _half_width(scale: str, alpha: str) -> str:
+    """Half the width of the interval holding the noise of `scale` with probability 1 - `alpha`."""
+    return (f"CASE WHEN __p_noise = 'laplace' THEN {scale} * ln(1.0 / ({alpha})) "
+            f"ELSE {scale} * anon_dp_normal_quantile(1.0 - ({alpha}) / 2.0) END")
+
+
+_HAS = "list_contains(__p_aggregates, '{}')"
+_COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('avg')})"
+_VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
+_NOISES = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"  # the mechanisms that add noise
+_MECHANISMS = f"({_NOISES} + CAST(use_median AS INT))"
+
+_NOISY = f"""
+flags AS (
+    SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
+           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
+           NOT __p_public AS selecting
+    FROM chosen),
+budget AS (
+    SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
+           CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
+           CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
+                ELSE __p_delta END AS delta_select
+    FROM flags),
+scales AS (
+    SELECT *, CASE WHEN use_p THEN {_scale('1.0')} END AS scale_p,
+           CASE WHEN use_r THEN {_scale('__p_max_rows')} END AS scale_r,
+           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0')} END AS scale_s,
+           -- the median's exponential mechanism: a person moves a group's scores by max_rows, in max_groups groups
+           CASE WHEN use_median THEN 2.0 * __p_max_rows * max_groups / eps_each END AS scale_median,
+           (hi - lo) / {MEDIAN_POINTS - 1}.0 AS median_step
+    FROM budget),
+spent AS (
+    SELECT *, CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + scale_p * ln(max_groups / (2.0 * delta_select))
+                   ELSE 1.0 + scale_p * anon_dp_normal_quantile(1.0 - delta_select / max_groups) END AS threshold,
+           CASE WHEN use_r THEN scale_r ELSE scale_p END AS scale_c
+    FROM scales),
+candidates AS (
+    SELECT g, persons, rows, nsum FROM aggregates WHERE NOT __p_public
+    UNION ALL
+    SELECT p.__anon_group, coalesce(a.persons, 0), coalesce(a.rows, 0), coalesce(a.nsum, 0.0)
+    FROM (SELECT DISTINCT __anon_group FROM __dp_public) p LEFT JOIN aggregates a ON a.g = p.__anon_group
+    WHERE __p_public),
+median_hist AS (  -- per group: values counted by the first point above them (a) and at or above them (b)
+    SELECT b.g, least(greatest(CAST(floor((b.v + c.mid - c.lo) / c.median_step) AS BIGINT) + 1, 0), {MEDIAN_POINTS}) AS a,
+           least(greatest(CAST(ceil((b.v + c.mid - c.lo) / c.median_step) AS BIGINT), 0), {MEDIAN_POINTS}) AS b, count(*) AS n
+    FROM bounded b CROSS JOIN spent c WHERE c.use_median AND c.median_step > 0 GROUP BY 1, 2, 3),
+median_points AS ({_grid(tuple(range(MEDIAN_POINTS)))}),
+median_scores AS (  -- per group and point: minus how far it is from being a median (the rule of _scores at 1/2)
+    SELECT c.g, k.i, -greatest(0.5 * coalesce(sum(h.n), 0) - coalesce(sum(CASE WHEN h.b <= k.i THEN h.n END), 0),
+                              coalesce(sum(CASE WHEN h.a <= k.i THEN h.n END), 0) - 0.5 * coalesce(sum(h.n), 0), 0) AS score
+    FROM candidates c CROSS JOIN median_points k CROSS JOIN spent s LEFT JOIN median_hist h ON h.g = c.g
+    WHERE s.use_median GROUP BY c.g, k.i),
+median_lists AS (SELECT g, list({{'i': i, 's': score}}) AS scores FROM median_scores GROUP BY g),
+noisy AS (
+    SELECT c.g, anon_dp_noise(CAST(c.persons AS DOUBLE), s.scale_p, __p_noise) AS np,
+           anon_dp_noise(CAST(c.rows AS DOUBLE), s.scale_r, __p_noise) AS nr,
+           anon_dp_noise(c.nsum, s.scale_s, __p_noise) AS ns
+    FROM candidates c CROSS JOIN spent s),
+released AS (
+    SELECT n.g, n.np, n.ns, CASE WHEN s.use_r THEN n.nr ELSE n.np END AS nc, s.lo, s.hi, s.mid, s.max_groups,
+           CASE WHEN s.use_median THEN s.lo + s.median_step * coalesce(anon_dp_noisy_max(ml.scores, s.scale_median), 0) END AS med,
+           s.scale_median * (ln({MEDIAN_POINTS}.0) + ln(1.0 / (1.0 - __p_confidence))) AS median_rank_error,
+           {_half_width('s.scale_p', '1.0 - __p_confidence')} AS hp,
+           {_half_width('s.scale_c', '1.0 - __p_confidence')} AS hc,
+           {_half_width('s.scale_c', '(1.0 - __p_confidence) / 2.0')} AS hc2,
+           {_half_width('s.scale_s', '(1.0 - __p_confidence) / 2.0')} AS hs2
+    FROM noisy n CROSS JOIN spent s LEFT JOIN median_lists ml ON ml.g = n.g
+    WHERE NOT s.selecting OR n.np >= s.threshold),
+result AS (
+    SELECT g AS __anon_group, nc AS "count", nc - hc AS count_ci_low, nc + hc AS count_ci_high,
+           np AS count_distinct, np - hp AS count_distinct_ci_low, np + hp AS count_distinct_ci_high,
+           ns + mid * nc AS "sum", ns + mid * nc - (hs2 + abs(mid) * hc2) AS sum_ci_low,
+           ns + mid * nc + (hs2 + abs(mid) * hc2) AS sum_ci_high,
+           least(greatest(mid + ns / greatest(nc, 1.0), lo), hi) AS "avg",
+           CASE WHEN nc - hc2 > 0 THEN greatest(mid + least((ns - hs2) / (nc - hc2), (ns - hs2) / (nc + hc2)), lo)
+                ELSE lo END AS avg_ci_low,
+           CASE WHEN nc - hc2 > 0 THEN least(mid + greatest((ns + hs2) / (nc - hc2), (ns + hs2) / (nc + hc2)), hi)
+                ELSE hi END AS avg_ci_high,
+           med AS median, median_rank_error,
+           max_groups AS max_groups_contributed, lo AS min_value, hi AS max_value
+    FROM released)"""
+
+
+def columns(aggregates) -> list[str]:
+    """The result's value columns for `aggregates`, in their order: each value with its interval; the
+    median with its error in rank (how many values from the middle it may be, at the confidence level)."""
+    return [f"{a}{suffix}" for a in AGGREGATES if a in aggregates
+            for suffix in (("", "_rank_error") if a == "median" else ("", "_ci_low", "_ci_high"))]
+
+
+def _keyed_hash(args: list[exp.Expression], dialect: str, portable: bool) -> exp.Expression:
+    """The hash ordering a person's groups and rows: the engine's fastest (DuckDB's hash, Spark's xxhash64),
+    or, `portable`, MD5 of the values as JSON, the same on every engine (to compare engines row for row)."""
+    if portable:
+        values = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"a{i}"), expression=a) for i, a in enumerate(args)])
+        # Spark leaves NULL fields out of JSON unless told not to; DuckDB writes them as null
+        options = [exp.Anonymous(this="map", expressions=[exp.Literal.string("ignoreNullFields"), exp.Literal.string("false")])]
+        return exp.func("md5", exp.Anonymous(this="to_json", expressions=[values, *(options if dialect == "spark" else [])]))
+    if dialect == "duckdb":  # hashed again: DuckDB combines the values' hashes with too little mixing to order by
+        return exp.Anonymous(this="hash", expressions=[exp.Anonymous(this="hash", expressions=args)])
+    return exp.Anonymous(this="xxhash64", expressions=args)
+
+
+def render(text: str, dialect: str, parameters: dict[str, exp.Expression], portable: bool = False,
+           **tables: exp.Expression) -> str:
+    """Parse DuckDB-dialect `text`, replace each ``__p_<name>`` by `parameters[name]`, each table named in
+    `tables` by its relation and ``__keyed_hash(...)`` by the engine's hash, and write it in `dialect`."""
+    tree = sqlglot.parse_one(text, read="duckdb")
+
+    def substitute(node):
+        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__p_"):
+            return parameters[node.name[4:]].copy()
+        if isinstance(node, exp.Table) and node.name in tables and not node.db:
+            return exp.alias_(tables[node.name].copy(), node.alias or node.name, table=True)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "__keyed_hash":
+            return _keyed_hash([a.copy() for a in node.expressions], dialect, portable)
+        return node
+
+    return tree.transform(substitute).sql(dialect)
+
+
+def bounded_query() -> str:
+    """Per group (``__anon_group``) the bounded, un-noised aggregates persons, rows and nsum."""
+    return f"WITH {_BOUNDED} SELECT g AS __anon_group, persons, rows, nsum FROM aggregates"
+
+
+def released_query() -> str:
+    """Per released group the noisy aggregates and their intervals (every aggregate's columns)."""
+    return f"WITH {_BOUNDED}, {_NOISY} SELECT * FROM result"
+
+
+def delta_spent(noise: str, delta: float, public: bool) -> float:
+    """The delta a release spends: none with Laplace noise on public groups (only partition selection and
+    Gaussian noise use delta, and they use all of it)."""
+    return 0.0 if noise == "laplace" and public else float(delta)

@@ -1,0 +1,138 @@
+"""DP aggregates on Apache Spark: the SQL of duckdb_anon.dp.plan rendered by sqlglot for Spark SQL, the
+noise drawn by the same OpenDP samplers (noise.py) in vectorized pandas UDFs.
+
+``dp_aggregate(spark, frame, group_by, ...)`` returns a DataFrame with what ``dp_aggregate()`` returns on
+DuckDB; ``bounded_aggregates(spark, frame, ...)`` the bounded, noise-free figures of
+``dp_bounded_aggregates()``. The arguments are checked by the DuckDB macro that checks them on DuckDB
+(on an in-memory database), so both engines refuse the same calls with the same messages. Needs the
+``spark`` extra (pyspark 4.x, Java 17).
+"""
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+import numpy as np
+import pandas as pd
+from sqlglot import exp
+
+from duckdb_anon.dp import noise, plan
+
+FN = "spark.dp_aggregate"
+_views = itertools.count()
+
+
+def register(spark) -> None:
+    """The noise functions as Spark UDFs under the names the plan calls."""
+    from pyspark.sql.functions import pandas_udf, udf
+    from pyspark.sql.types import DoubleType, LongType
+
+    @pandas_udf(DoubleType())
+    def anon_dp_noise(x: pd.Series, scale: pd.Series, kind: pd.Series) -> pd.Series:  # one batch per call
+        out = noise.add_noise(x.astype("float64").to_numpy(), scale.astype("float64").to_numpy(), kind.tolist())
+        return pd.Series(out).where(~np.isnan(out), None)
+
+    spark.udf.register("anon_dp_noise", anon_dp_noise.asNondeterministic())
+    spark.udf.register("anon_dp_gaussian_sigma", udf(noise.gaussian_sigma, DoubleType()))
+    spark.udf.register("anon_dp_normal_quantile", udf(noise.normal_quantile, DoubleType()))
+    spark.udf.register("anon_dp_noisy_max", udf(lambda scores, scale: noise.noisy_max(
+        None if scores is None else [r.asDict() for r in scores], scale), LongType()).asNondeterministic())
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=None, **arguments) -> None:
+    """The DuckDB checks of the arguments (sql/81_dp_arguments.sql, on an in-memory database with the
+    helpers they call), then the columns the DataFrames must have."""
+    from duckdb_anon._install import sql_files
+
+    con = duckdb.connect()
+    for path in sql_files():
+        if path.name.startswith(("00_", "03_", "81_")):
+            con.execute(path.read_text(encoding="utf-8"))
+    positional = ("max_groups_contributed", "max_rows_per_group", "min_value", "max_value")
+    named = "".join(f", {k} := ${k}" for k in arguments if k not in positional)
+    con.execute(f"SELECT anon_dp_arguments_ok($fn, 'dataframe', $group_by, $value, {', '.join('$' + k for k in positional)}, "
+                f"$unit, public_groups := $public{named})",
+                {"fn": fn, "group_by": list(group_by), "value": value, "unit": privacy_unit_column,
+                 "public": None if public_groups is None else "dataframe", **arguments}).fetchall()
+    con.close()
+    if privacy_unit_column is None:
+        raise ValueError(f"{fn}(): argument 'privacy_unit_column' must name the person column (Spark has no declarations)")
+    missing = [c for c in [*group_by, value, privacy_unit_column] if c is not None and c not in frame.columns]
+    if missing:
+        raise ValueError(f"{fn}(): argument 'frame' lacks the column(s) {', '.join(map(repr, missing))}")
+    if public_groups is not None and any(c not in public_groups.columns for c in group_by):
+        raise ValueError(f"{fn}(): argument 'public_groups' must have the group_by columns {group_by}")
+
+
+def _view(frame) -> str:
+    name = f"__dp_view_{next(_views)}"
+    frame.createOrReplaceTempView(name)
+    return name
+
+
+def _relations(frame, group_by, value, unit, public_groups) -> dict[str, exp.Expression]:
+    """The plan's __dp_source and __dp_public over the DataFrames, as temporary views."""
+    group = "struct(" + ", ".join(_quoted(g) for g in group_by) + ") AS __anon_group"
+    value_sql = f"CAST({_quoted(value)} AS DOUBLE)" if value else "CAST(NULL AS DOUBLE)"
+    source = frame.selectExpr(f"{_quoted(unit)} AS __anon_unit", group, f"{value_sql} AS __anon_value")
+    if value:
+        source = source.where("__anon_value IS NOT NULL")
+    public = (public_groups if public_groups is not None else frame.limit(0)).selectExpr(group)
+    return {"__dp_source": exp.to_table(_view(source)), "__dp_public": exp.to_table(_view(public))}
+
+
+def _literal(value) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float)):
+        return exp.Literal.number(value)
+    if isinstance(value, (list, tuple)):
+        return exp.Array(expressions=[_literal(v) for v in value])
+    return exp.Literal.string(str(value))
+
+
+def _run(spark, query: str, relations, parameters: dict, portable: bool, select: list[str]):
+    text = plan.render(query, "spark", {k: _literal(v) for k, v in parameters.items()}, portable=portable, **relations)
+    return spark.sql(text).selectExpr("__anon_group.*", *select)
+
+
+def bounded_aggregates(spark, frame, group_by: list[str], *, privacy_unit_column: str, max_groups_contributed: int,
+                       value: str | None = None, max_rows_per_group: int = 1, min_value: float | None = None,
+                       max_value: float | None = None, key: str | None = None, portable: bool = False):
+    """Per group the bounded, noise-free persons, rows and centered_sum, as ``dp_bounded_aggregates()``.
+    `portable`: order by MD5 (as ``duckdb_anon.dp.bounded_aggregates(..., portable=True)``), so that both
+    engines keep the same rows for the same key."""
+    fn = "spark.dp_bounded_aggregates"
+    _check(fn, frame, group_by, value, privacy_unit_column, max_groups_contributed=max_groups_contributed,
+           max_rows_per_group=max_rows_per_group, min_value=min_value, max_value=max_value)
+    register(spark)  # the plan's text names them, though no bound is chosen here
+    parameters = dict.fromkeys(plan.PARAMETERS)
+    parameters.update(max_groups=max_groups_contributed, max_rows=max_rows_per_group, lo=min_value, hi=max_value,
+                      valued=value is not None, public=False, key=key)
+    return _run(spark, plan.bounded_query(), _relations(frame, group_by, value, privacy_unit_column, None), parameters,
+                portable, ["persons", "rows", "nsum AS centered_sum"])
+
+
+def dp_aggregate(spark, frame, group_by: list[str], *, privacy_unit_column: str, epsilon: float, delta: float,
+                 value: str | None = None, aggregates=("count",), max_groups_contributed: int | None = None,
+                 max_rows_per_group: int = 1, min_value: float | None = None, max_value: float | None = None,
+                 noise_kind: str = "laplace", public_groups=None, confidence: float = 0.95):
+    """``dp_aggregate()`` on Spark: a DataFrame of the released groups, their noisy aggregates and intervals
+    (and the bounds chosen, when left None). `public_groups`: a DataFrame of the groups to release."""
+    _check(FN, frame, group_by, value, privacy_unit_column, public_groups, max_groups_contributed=max_groups_contributed,
+           max_rows_per_group=max_rows_per_group, min_value=min_value, max_value=max_value, noisy=True,
+           aggregates=list(aggregates), epsilon=epsilon, delta=delta, noise=noise_kind, confidence=confidence)
+    register(spark)
+    parameters = dict(epsilon=epsilon, delta=delta, max_groups=max_groups_contributed, max_rows=max_rows_per_group,
+                      lo=min_value, hi=max_value, valued=value is not None, noise=noise_kind, aggregates=list(aggregates),
+                      public=public_groups is not None, key=None, confidence=confidence)
+    chosen = [name for name, given in (("max_groups_contributed", max_groups_contributed), ("min_value", min_value),
+                                       ("max_value", max_value)) if given is None and (value or name == "max_groups_contributed")]
+    return _run(spark, plan.released_query(), _relations(frame, group_by, value, privacy_unit_column, public_groups),
+                parameters, False, [*plan.columns(aggregates), *chosen])

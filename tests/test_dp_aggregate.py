@@ -1,0 +1,156 @@
+"""dp_aggregate() end to end: partition selection at the stated delta, public groups, the budget split,
+the intervals' coverage, and the errors of bad arguments."""
+import math
+
+import numpy as np
+import pytest
+
+import duckdb_anon
+from conftest import assert_error_names
+
+
+@pytest.fixture(scope="module")
+def dp_con():
+    connection = duckdb_anon.connect()
+    connection.execute("CREATE TABLE ratings AS SELECT * FROM synthetic_ratings(2000, items := 60, ratings_per_user := 15, seed := 3)")
+    yield connection
+    connection.close()
+
+
+def singletons(con, groups, people_per_group, name="dp_single"):
+    """`groups` groups, each held by its own `people_per_group` people (one row each)."""
+    con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT g AS grp, g * 1000 + p AS person, 1.0 AS x "
+                f"FROM range({groups}) a(g), range({people_per_group}) b(p)")
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_partition_selection_releases_a_one_person_group_with_probability_delta_over_max_groups(dp_con, m):
+    # delta 0.3: the threshold lets a group held by one person through with probability exactly delta / m
+    groups, delta = 3000, 0.3
+    singletons(dp_con, groups, 1)
+    released = dp_con.execute(f"SELECT count(*) FROM dp_aggregate('dp_single', ['grp'], epsilon := 1, delta := {delta}, "
+                              f"max_groups_contributed := {m}, privacy_unit_column := 'person')").fetchall()[0][0]
+    p = delta / m
+    assert abs(released / groups - p) <= 4 * math.sqrt(p * (1 - p) / groups)
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_partition_selection_at_a_small_delta_keeps_small_groups_out_and_big_ones_in(dp_con, noise):
+    # at delta 1e-6 a group of 1 or 2 people passes with probability under 1e-6: none of 2000 may
+    # (a false alarm below 0.002); groups of 200 people clear the threshold (about 30 at epsilon 1)
+    singletons(dp_con, 2000, 2, "dp_small")
+    singletons(dp_con, 50, 200, "dp_big")
+    for table, expected in (("dp_small", 0), ("dp_big", 50)):
+        released = dp_con.execute(f"SELECT count(*) FROM dp_aggregate('{table}', ['grp'], epsilon := 1, delta := 1e-6, "
+                                  f"max_groups_contributed := 2, noise := '{noise}', privacy_unit_column := 'person')").fetchall()[0][0]
+        assert released == expected
+
+
+def test_public_groups_are_all_released_even_empty_ones(dp_con):
+    dp_con.execute("CREATE OR REPLACE TABLE dp_items AS SELECT range AS item FROM range(100)")  # items 60..99 have no rating
+    frame = dp_con.execute("SELECT * FROM dp_aggregate('ratings', ['item'], epsilon := 1, delta := 0, max_groups_contributed := 5, "
+                           "public_groups := 'dp_items', privacy_unit_column := 'record_id') ORDER BY item").df()
+    assert frame["item"].tolist() == list(range(100))
+    assert list(frame.columns) == ["item", "count", "count_ci_low", "count_ci_high"]
+
+
+def test_epsilon_is_split_equally_across_the_mechanisms(dp_con):
+    # count and avg with max_rows 1: person count (also the count) and centered sum, epsilon / 2 each
+    row = dp_con.execute("SELECT count_ci_high - count, count_distinct_ci_high - count_distinct FROM dp_aggregate('ratings', ['item'], "
+                         "value := 'value', aggregates := ['count', 'count_distinct', 'avg'], epsilon := 2, delta := 1e-6, "
+                         "max_groups_contributed := 4, min_value := 1, max_value := 5, privacy_unit_column := 'record_id') LIMIT 1").fetchall()[0]
+    assert row[0] == pytest.approx(4 / 1 * math.log(20)) and row[1] == pytest.approx(row[0])  # scale 4 / (2 / 2)
+    # with max_rows 3 the rows are a mechanism of their own: three shares, rows' sensitivity 3
+    row = dp_con.execute("SELECT count_ci_high - count FROM dp_aggregate('ratings', ['item'], value := 'value', "
+                         "aggregates := ['count', 'avg'], epsilon := 3, delta := 1e-6, max_groups_contributed := 4, "
+                         "max_rows_per_group := 3, min_value := 1, max_value := 5, privacy_unit_column := 'record_id') LIMIT 1").fetchall()[0]
+    assert row[0] == pytest.approx(4 * 3 / 1 * math.log(20))
+
+
+def test_intervals_cover_the_bounded_values_at_the_stated_rate(dp_con):
+    # every rating counts (max_groups above anyone's items), so the bounded count and mean are the plain ones
+    dp_con.execute("CREATE OR REPLACE TABLE dp_many AS SELECT g AS grp, g * 100 + p AS person, (p % 5 + 1)::DOUBLE AS x "
+                   "FROM range(600) a(g), range(20) b(p)")
+    dp_con.execute("CREATE OR REPLACE TABLE dp_many_groups AS SELECT range AS grp FROM range(600)")
+    frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_many', ['grp'], value := 'x', aggregates := ['count', 'sum', 'avg'], "
+                           "epsilon := 1, delta := 0, max_groups_contributed := 1, min_value := 1, max_value := 5, "
+                           "public_groups := 'dp_many_groups', privacy_unit_column := 'person')").df()
+    truth = {"count": 20, "sum": 60, "avg": 3}
+    for name, value in truth.items():
+        covered = ((frame[f"{name}_ci_low"] <= value) & (value <= frame[f"{name}_ci_high"])).mean()
+        assert covered >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / 600), name
+    assert (frame["avg"].between(1, 5)).all()
+    assert np.median(np.abs(frame["avg"] - 3)) < 0.2
+
+
+BAD = [
+    ("epsilon := 0", ["dp_aggregate", "'epsilon'", "> 0"]),
+    ("epsilon := 'one'", ["dp_aggregate", "'epsilon'"]),
+    ("delta := 0", ["dp_aggregate", "'delta'", "public_groups"]),
+    ("delta := 0.7", ["dp_aggregate", "'delta'", "<= 0.5"]),
+    ("noise := 'uniform'", ["dp_aggregate", "'noise'", "'laplace'"]),
+    ("max_groups_contributed := 0", ["dp_aggregate", "'max_groups_contributed'", ">= 1"]),
+    ("max_groups_contributed := 1.5", ["dp_aggregate", "'max_groups_contributed'", "integer"]),
+    ("max_rows_per_group := 0", ["dp_aggregate", "'max_rows_per_group'"]),
+    ("aggregates := ['mode']", ["dp_aggregate", "'aggregates'"]),
+    ("aggregates := ['avg']", ["dp_aggregate", "'value'", "sum, avg and median"]),
+    ("value := 'value', aggregates := ['avg'], min_value := 5, max_value := 1", ["dp_aggregate", "'max_value'", ">= min_value"]),
+    ("value := 'value', aggregates := ['avg'], min_value := 'low'", ["dp_aggregate", "'min_value'"]),
+    ("confidence := 1", ["dp_aggregate", "'confidence'"]),
+    ("privacy_unit_column := 'nobody'", ["dp_aggregate", "nobody"]),
+    ("value := 'ts', aggregates := ['avg'], min_value := 1, max_value := 5", ["dp_aggregate", "'ts'", "a number"]),
+]
+
+
+@pytest.mark.parametrize("arguments, words", BAD)
+def test_bad_arguments_name_the_function_and_the_argument(dp_con, arguments, words):
+    defaults = {"epsilon": "1", "delta": "1e-6", "max_groups_contributed": "2", "privacy_unit_column": "'record_id'"}
+    given = {a.split(" := ")[0].strip() for a in arguments.split(", ")}
+    rest = ", ".join(f"{k} := {v}" for k, v in defaults.items() if k not in given)
+    assert_error_names(dp_con, f"SELECT * FROM dp_aggregate('ratings', ['item'], {arguments}, {rest})", words)
+
+
+def test_bad_table_and_groups(dp_con):
+    base = "epsilon := 1, delta := 1e-6, max_groups_contributed := 2, privacy_unit_column := 'record_id'"
+    assert_error_names(dp_con, f"SELECT * FROM dp_aggregate('ratings', [], {base})", ["dp_aggregate", "'group_by'"])
+    assert_error_names(dp_con, f"SELECT * FROM dp_aggregate('ratings', ['shelf'], {base})", ["dp_aggregate", "'group_by'", "shelf"])
+    assert_error_names(dp_con, f"SELECT * FROM dp_aggregate(NULL, ['item'], {base})", ["dp_aggregate", "'table_name'"])
+    assert_error_names(dp_con, "SELECT * FROM dp_aggregate('ratings', ['item'], epsilon := 1, delta := 1e-6, max_groups_contributed := 2)",
+                       ["privacy_unit_rows", "no privacy unit declared", "ratings"])
+
+
+def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
+    # 20,000 people, 1 to 30 items each (median 15), ratings 1..5: the grid's candidates closest to the
+    # median and to the 5th and 95th percentiles are 10 or 20, 1 and 5
+    dp_con.execute("CREATE OR REPLACE TABLE dp_people AS SELECT p AS person, i AS item, (hash(p, i) % 5 + 1)::DOUBLE AS rating "
+                   "FROM range(20000) a(p), range(30) b(i) WHERE i <= p % 30")
+    frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], value := 'rating', aggregates := ['avg'], epsilon := 1, "
+                           "delta := 1e-6, privacy_unit_column := 'person')").df()
+    assert list(frame.columns) == ["item", "avg", "avg_ci_low", "avg_ci_high", "max_groups_contributed", "min_value", "max_value"]
+    chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates()
+    assert len(chosen) == 1
+    m, lo, hi = chosen.iloc[0]
+    assert m in (10, 20) and (lo, hi) == (1, 5)
+    assert frame["avg"].between(1, 5).all() and len(frame) >= 20
+    # given bounds are not reported, and the whole epsilon goes to the aggregates
+    given = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], epsilon := 1, delta := 1e-6, "
+                           "max_groups_contributed := 3, privacy_unit_column := 'person') LIMIT 1").df()
+    assert list(given.columns) == ["item", "count", "count_ci_low", "count_ci_high"]
+    assert given["count_ci_high"].iloc[0] - given["count"].iloc[0] == pytest.approx(3 * math.log(20))
+
+
+def test_the_median_is_within_its_stated_rank_error_of_the_middle(dp_con):
+    # 200 groups of 300 people, values 0..100 with ties; the released median checked against each group's values
+    dp_con.execute("CREATE OR REPLACE TABLE dp_med AS SELECT g AS grp, g * 1000 + p AS person, (hash(g, p) % 101)::DOUBLE AS x "
+                   "FROM range(200) a(g), range(300) b(p)")
+    dp_con.execute("CREATE OR REPLACE TABLE dp_med_groups AS SELECT range AS grp FROM range(200)")
+    frame = dp_con.execute("SELECT grp, median, median_rank_error FROM dp_aggregate('dp_med', ['grp'], value := 'x', "
+                           "aggregates := ['count', 'median'], epsilon := 2, delta := 0, max_groups_contributed := 2, "
+                           "min_value := 0, max_value := 100, public_groups := 'dp_med_groups', privacy_unit_column := 'person')").df()
+    t = 2 * 1 * 2 / (2 / 2) * (math.log(64) + math.log(20))  # 2 max_rows max_groups / epsilon_share (ln points + ln 1/alpha)
+    assert frame["median_rank_error"].round(9).unique().tolist() == [round(t, 9)]
+    values = dp_con.execute("SELECT grp, x FROM dp_med").df().merge(frame, on="grp")
+    below = values.assign(lt=values["x"] < values["median"], le=values["x"] <= values["median"]).groupby("grp")[["lt", "le"]].sum()
+    covered = ((below["lt"] <= 150 + t) & (below["le"] >= 150 - t)).mean()
+    assert covered >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / 200)
+    assert ((frame["median"] - 50).abs() <= 25).all()  # 150 +- 57 values of 300 spread evenly over 0..100

@@ -256,8 +256,3 @@ def released_query() -> str:
     """Per released group the noisy aggregates and their intervals (every aggregate's columns)."""
     return f"WITH {_BOUNDED}, {_NOISY} SELECT * FROM result"
 
-
-def delta_spent(noise: str, delta: float, public: bool) -> float:
-    """The delta a release spends: none with Laplace noise on public groups (only partition selection and
-    Gaussian noise use delta, and they use all of it)."""
-    return 0.0 if noise == "laplace" and public else float(delta)

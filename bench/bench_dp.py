@@ -6,12 +6,13 @@ noise, the same contribution bounds (max_groups_contributed = max_partitions_con
 max_rows_per_group = max_contributions_per_partition = 1, ratings clamped to [1, 5]) and select items
 themselves (no public list). Errors are relative to the raw per-item figures (all ratings, no bounding):
 the median over the items each tool released. Wall time: the DP computation only (PipelineDP reads the
-rows from a Python list made beforehand; duckdb-anon reads the table in the database). One run each.
+rows from a Python list made beforehand; duckdb-anon reads the table in the database). One run each,
+--chosen-runs (default 5) with the bounds chosen, each choosing afresh.
 
 Rows: each tool at the given bounds; PipelineDP at each max_partitions_contributed of --sweep (smaller
 sizes only); duckdb-anon with every bound left for it to choose (10 % of epsilon spent on choosing).
 
-    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--out FILE]
+    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--chosen-runs 5] [--out FILE]
 Prints one table and writes it to bench/results/dp_vs_pipelinedp.md (or --out).
 """
 from __future__ import annotations

@@ -81,3 +81,12 @@ def scoreboard_shares(con, table, aux, typed, rho0=1.5, d0=30.0):
     sets = released.groupby("record_id")["row"].agg(lambda r: tuple(sorted(r)))
     unique = (sets.map(sets.value_counts()) == 1).mean()
     return float(np.mean(top1)), float(np.mean(top5)), float(unique)
+
+
+def expected_released(kept: np.ndarray, m: int, eps_each: float, delta: float) -> float:
+    """Groups a Laplace partition selection is expected to release, each group's people kept being `kept`:
+    P(kept + Laplace(m / eps_each) >= 1 + m / eps_each * ln(m / (2 delta))), summed (dp_aggregate's rule for choosing max_groups_contributed, in numpy)."""
+    scale = m / eps_each
+    gap = kept - (1 + scale * math.log(m / (2 * delta)))
+    return float(np.where(gap >= 0, 1 - 0.5 * np.exp(-np.abs(gap) / scale), 0.5 * np.exp(-np.abs(gap) / scale)).sum())
+

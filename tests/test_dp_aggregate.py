@@ -7,6 +7,8 @@ import pytest
 
 import duckdb_anon
 from conftest import assert_error_names
+from independent import expected_released
+from duckdb_anon.dp import plan
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +122,8 @@ def test_bad_table_and_groups(dp_con):
 
 
 def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
-    # 20,000 people, 1 to 30 items each (median 15), ratings 1..5: the grid's candidates closest to the
-    # median and to the 5th and 95th percentiles are 10 or 20, 1 and 5
+    # 20,000 people, 1 to 30 items each, ratings 1..5: the grid's candidates closest to the 5th and 95th
+    # percentiles are 1 and 5; max_groups_contributed is one of the grid's
     dp_con.execute("CREATE OR REPLACE TABLE dp_people AS SELECT p AS person, i AS item, (hash(p, i) % 5 + 1)::DOUBLE AS rating "
                    "FROM range(20000) a(p), range(30) b(i) WHERE i <= p % 30")
     frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], value := 'rating', aggregates := ['avg'], epsilon := 1, "
@@ -130,7 +132,7 @@ def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
     chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates()
     assert len(chosen) == 1
     m, lo, hi = chosen.iloc[0]
-    assert m in (10, 20) and (lo, hi) == (1, 5)
+    assert m in plan.M_GRID and (lo, hi) == (1, 5)
     assert frame["avg"].between(1, 5).all() and len(frame) >= 20
     # given bounds are not reported, and the whole epsilon goes to the aggregates
     given = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], epsilon := 1, delta := 1e-6, "
@@ -154,3 +156,19 @@ def test_the_median_is_within_its_stated_rank_error_of_the_middle(dp_con):
     covered = ((below["lt"] <= 150 + t) & (below["le"] >= 150 - t)).mean()
     assert covered >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / 200)
     assert ((frame["median"] - 50).abs() <= 25).all()  # 150 +- 57 values of 300 spread evenly over 0..100
+
+
+def test_chosen_max_groups_is_the_largest_releasing_three_quarters_of_the_most_groups(dp_con):
+    # 300 groups of 40 people, one group each: every m keeps all 40, but the threshold grows with m, so m = 1
+    # and 2 release nearly every group, 3 almost none; the median of people's group counts would be 1
+    dp_con.execute("CREATE OR REPLACE TABLE dp_wide AS SELECT g AS grp, g * 1000 + p AS person, 3.0 AS x "
+                   "FROM range(300) a(g), range(40) b(p)")
+    eps_each = 0.9  # count only: one mechanism, 90 % of epsilon 1 (10 % chose the bound)
+    kept = dp_con.execute("SELECT count(*) FROM dp_wide GROUP BY grp").df().iloc[:, 0].to_numpy()
+    released = {m: expected_released(kept, m, eps_each, 1e-6) for m in plan.M_GRID}
+    best = max(released.values())
+    expected = max(m for m, e in released.items() if e >= plan.M_RELEASED * best)
+    assert expected == 2 and released[3] < 0.1 * best  # a clear answer (scores apart by far more than the noise)
+    picked = [dp_con.execute("SELECT max_groups_contributed, count(*) FROM dp_aggregate('dp_wide', ['grp'], epsilon := 1, "
+                             "delta := 1e-6, privacy_unit_column := 'person') GROUP BY 1").fetchall() for _ in range(3)]
+    assert all(len(p) == 1 and p[0][0] == expected and p[0][1] >= 0.9 * best for p in picked)

@@ -12,6 +12,8 @@ import pytest
 import duckdb_anon
 from conftest import multiset_differences
 from duckdb_anon import dp
+from duckdb_anon.dp import plan
+from independent import expected_released
 
 if shutil.which("java") is None:
     pytest.skip("Spark tests skipped: no Java runtime on this machine (pyspark needs Java 17)", allow_module_level=True)
@@ -76,3 +78,31 @@ def test_bad_arguments_get_the_duckdb_messages(spark):
         dspark.dp_aggregate(spark, frame, ["grp"], privacy_unit_column="person", epsilon=0, delta=1e-6, max_groups_contributed=1)
     with pytest.raises(ValueError, match=r"argument 'frame' lacks the column\(s\) 'shelf'"):
         dspark.dp_aggregate(spark, frame, ["shelf"], privacy_unit_column="person", epsilon=1, delta=1e-6, max_groups_contributed=1)
+
+
+def test_the_median_on_spark_is_within_its_stated_rank_error(spark):
+    # 20 groups of 200 people, values 0..100: the released point against each group's own values
+    rows = pd.DataFrame([(g, g * 1000 + p, float((g * 7 + p * 13) % 101)) for g in range(20) for p in range(200)],
+                        columns=["grp", "person", "x"])
+    frame = dspark.dp_aggregate(spark, spark.createDataFrame(rows), ["grp"], privacy_unit_column="person", epsilon=2, delta=0,
+                                value="x", aggregates=("count", "median"), max_groups_contributed=1, min_value=0,
+                                max_value=100, public_groups=spark.createDataFrame(pd.DataFrame({"grp": range(20)}))).toPandas()
+    t = 2 * 1 * 1 / (2 / 2) * (math.log(64) + math.log(20))  # 2 max_rows max_groups / epsilon_share (ln points + ln 1/alpha)
+    assert sorted(frame["grp"]) == list(range(20)) and frame["median_rank_error"].round(9).unique().tolist() == [round(t, 9)]
+    values = rows.merge(frame[["grp", "median"]], on="grp")
+    below = values.assign(lt=values["x"] < values["median"], le=values["x"] <= values["median"]).groupby("grp")[["lt", "le"]].sum()
+    assert ((below["lt"] <= 100 + t) & (below["le"] >= 100 - t)).sum() >= 17  # 95 % each: fewer than 17 of 20, p < 0.02
+
+
+def test_bounds_chosen_on_spark_follow_the_rule(spark):
+    # 600 groups of 40 people, one group each, values 1..5: the largest m expected to release 3/4 of the most
+    # groups (recomputed in numpy) is 2, by a margin far above the noise; the range lands on 1 and 5
+    rows = pd.DataFrame([(g, g * 1000 + p, float(1 + (g + p) % 5)) for g in range(600) for p in range(40)],
+                        columns=["grp", "person", "x"])
+    kept = rows.groupby("grp")["person"].nunique().to_numpy()
+    released = {m: expected_released(kept, m, 0.9, 1e-6) for m in plan.M_GRID}  # count only: 90 % of epsilon 1
+    expected = max(m for m, e in released.items() if e >= plan.M_RELEASED * max(released.values()))
+    frame = dspark.dp_aggregate(spark, spark.createDataFrame(rows), ["grp"], privacy_unit_column="person", epsilon=1,
+                                delta=1e-6, value="x").toPandas()
+    chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates().values.tolist()
+    assert expected == 2 and chosen == [[2, 1.0, 5.0]] and len(frame) >= 0.9 * max(released.values())

@@ -24,7 +24,8 @@ def _parameters(noisy: bool) -> dict[str, exp.Expression]:
             "public": "(public_groups IS NOT NULL)" if noisy else "false",
             "key": "CAST(NULL AS VARCHAR)" if noisy else "CAST(key AS VARCHAR)",
             "epsilon": "CAST(epsilon AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)",
-            "delta": "CAST(delta AS DOUBLE)", "noise": "noise", "aggregates": "aggregates",
+            "delta": "CAST(delta AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)", "noise": "noise" if noisy else f"'{plan.BOUNDED_ONLY['noise']}'",
+            "aggregates": "aggregates" if noisy else str(plan.BOUNDED_ONLY["aggregates"]),
             "confidence": "CAST(confidence AS DOUBLE)"}
     return {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in text.items()}
 
@@ -96,6 +97,8 @@ def bounded_aggregates(con: duckdb.DuckDBPyConnection, table_name: str, group_by
         "coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS lo, coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS hi",
         [key, int(max_groups_contributed), int(max_rows_per_group), min_value, max_value]).df().iloc[0].items()}
     parameters = {name: exp.Null() for name in plan.PARAMETERS}
+    parameters.update({k: sqlglot.parse_one(repr(v) if isinstance(v, str) else str(v), read="duckdb")
+                       for k, v in plan.BOUNDED_ONLY.items()})
     parameters.update(literal, valued=exp.Boolean(this=value is not None), public=exp.false())
     text = plan.render(plan.bounded_query(), "duckdb", parameters, portable=portable,
                        __dp_source=sqlglot.parse_one(source, read="duckdb").subquery(),

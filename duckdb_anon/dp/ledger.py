@@ -6,7 +6,10 @@ conditional UPDATE of the budget's row: it changes the row only when the spend f
 leaves nothing behind, and two publishes at once conflict on that row (DuckDB aborts one) instead of both
 passing the check. A publish that loses such a conflict is retried from the start, a few times.
 
-SQL text here is fixed text, the release's name quoted by anon_sql_identifier, and parameters.
+The rules (whose budget, what delta a release spends, whether the budget can pay, the debit's UPDATE, the
+release's record) are SQL macros of sql/82_dp_ledger.sql, which the dbt package's ``dp_release``
+materialization runs too. SQL text here is fixed text, text those macros return (values as quoted
+literals), the release's name quoted by anon_sql_identifier, and parameters.
 """
 from __future__ import annotations
 
@@ -15,7 +18,6 @@ import time
 
 import duckdb
 
-from duckdb_anon.dp.plan import delta_spent
 from duckdb_anon.releases import _check_name as check_release_name
 from duckdb_anon.roles import DeclarationError
 
@@ -40,16 +42,6 @@ def set_dp_budget(con: duckdb.DuckDBPyConnection, unit_table: str, epsilon: floa
                 "DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta", [unit_table, epsilon, delta])
 
 
-def _unit_table(con, table: str, privacy_unit_column: str | None) -> str:
-    found = con.execute("SELECT unit_table FROM anon_privacy_unit_problems WHERE table_name = ?", [table]).fetchall()
-    if found:
-        return found[0][0]
-    if privacy_unit_column is None:
-        raise DeclarationError(f"publish_dp(): argument 'table': no privacy unit declared for {table!r} "
-                               "(declare_privacy_unit(), or pass privacy_unit_column)")
-    return table  # the table holds its person column itself
-
-
 def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_by: list[str], epsilon: float,
                delta: float, max_groups_contributed: int, value: str | None = None, aggregates=("count",),
                max_rows_per_group: int = 1, min_value: float | None = None, max_value: float | None = None,
@@ -68,8 +60,11 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
                  "max_rows_per_group": max_rows_per_group, "min_value": min_value, "max_value": max_value,
                  "noise": noise, "public_groups": public_groups, "privacy_unit_column": privacy_unit_column,
                  "confidence": confidence}
-    unit = _unit_table(con, table, privacy_unit_column)
-    spend_delta = delta_spent(noise, delta, public_groups is not None) if isinstance(delta, (int, float)) else delta
+    try:
+        unit, spend_delta = con.execute("SELECT anon_dp_unit_table(?, ?, ?), anon_dp_delta_spent(?, ?, ?)",
+                                        [fn, table, privacy_unit_column, noise, delta, public_groups is not None]).fetchall()[0]
+    except duckdb.InvalidInputException as err:  # no privacy unit: the macro's message, as a declaration error
+        raise DeclarationError(str(err).removeprefix("Invalid Input Error: ")) from None
     target = con.execute("SELECT anon_sql_identifier(?)", [name]).fetchall()[0][0]
     call = ("SELECT * FROM dp_aggregate($table_name, $group_by, value := $value, aggregates := $aggregates, "
             "epsilon := $epsilon, delta := $delta, max_groups_contributed := $max_groups_contributed, "
@@ -78,23 +73,19 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
     for attempt in range(RETRIES):
         con.execute("BEGIN TRANSACTION")
         try:
-            budget = con.execute("SELECT epsilon_left, delta_left FROM anon_dp_ledger WHERE unit_table = ?", [unit]).fetchall()
-            if not budget:
-                raise DeclarationError(f"{fn}(): no budget for the people of {unit!r}: set one with set_dp_budget()")
-            debited = con.execute(
-                "UPDATE anon_dp_budgets SET epsilon_spent = epsilon_spent + $e, delta_spent = delta_spent + $d "
-                "WHERE unit_table = $u AND epsilon_spent + $e <= epsilon * (1 + 1e-12) AND delta_spent + $d <= delta * (1 + 1e-12) "
-                "RETURNING epsilon - epsilon_spent, delta - delta_spent",
-                {"e": epsilon, "d": spend_delta, "u": unit}).fetchall()
+            refusal, debit = con.execute("SELECT anon_dp_budget_refusal(?, ?, ?, ?), anon_dp_debit_sql(?, ?, ?)",
+                                         [fn, unit, epsilon, spend_delta, unit, epsilon, spend_delta]).fetchall()[0]
+            if refusal is not None:
+                no_budget = not con.execute("SELECT 1 FROM anon_dp_budgets WHERE unit_table = ?", [unit]).fetchall()
+                raise (DeclarationError if no_budget else BudgetError)(refusal)
+            debited = con.execute(debit).fetchall()  # empty only if the check above raced another debit
             if not debited:
-                left_e, left_d = budget[0]
-                raise BudgetError(f"{fn}(): the release would spend epsilon {epsilon:g}, delta {spend_delta:g} from the budget "
-                                  f"of {unit!r}, which has epsilon {left_e:g}, delta {left_d:g} left")
+                raise duckdb.TransactionException(f"{fn}(): the budget of {unit!r} changed during the publish")
             check_release_name(con, fn, name, replace)
             con.execute(f"CREATE OR REPLACE TABLE {target} AS {call}", arguments)
-            groups = con.execute(f"SELECT count(*) FROM {target}").fetchall()[0][0]
-            con.execute("INSERT OR REPLACE INTO anon_dp_releases VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp::TIMESTAMP)",
-                        [name, table, unit, epsilon, spend_delta, json.dumps(arguments), groups])
+            con.execute(con.execute("SELECT anon_dp_record_sql(?, ?, ?, ?, ?, ?, ?)", [name, table, unit, epsilon, spend_delta,
+                                    json.dumps(arguments), target]).fetchall()[0][0])
+            groups = con.execute("SELECT groups FROM anon_dp_releases WHERE name = ?", [name]).fetchall()[0][0]
             con.execute("COMMIT")
             left_e, left_d = debited[0]
             return {"name": name, "source_table": table, "unit_table": unit, "epsilon": epsilon, "delta": spend_delta,

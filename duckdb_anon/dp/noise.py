@@ -14,7 +14,7 @@ Four functions, registered on each connection (and as Spark UDFs by the Spark en
   conversion).
 - ``anon_dp_normal_quantile(p)``: the standard normal quantile, for Gaussian thresholds and intervals.
 - ``anon_dp_noisy_max(scores, scale)``: OpenDP's report-noisy-max over a list of {'i': candidate, 's':
-  score} (the exponential mechanism of the DP quantiles that choose bounds); the winner's i.
+  score} (the exponential mechanism that chooses bounds); the winner's i.
 """
 from __future__ import annotations
 

@@ -27,6 +27,13 @@ The rules, each stated once here:
   1 + scale * ln(max_groups / (2 delta)) (Laplace) or 1 + sigma * Phi^-1(1 - delta / max_groups) (Gaussian):
   a group that exists only through one person then appears with probability at most delta / max_groups,
   so at most delta over the person's max_groups groups;
+- max_groups left to choose, with partition selection and Laplace noise: per candidate m, E(m) = the sum
+  over groups of P(kept_g(m) + Laplace(b_m) >= threshold_m), the expected number of groups released, where
+  kept_g(m) is the group's people when each keeps m groups (in the key's order). One person changes
+  kept_g(m) by 1 in at most m groups, and P moves by at most 1 / (2 b_m) = eps_each / (2 m) per unit, so E(m)
+  moves by at most eps_each / 2, for every m. The score of m is min(f(m), -max over m' > m of f(m')) with
+  f = E - M_RELEASED * max E (each f moves by at most eps_each / 2: removing a person only lowers E), high
+  for the largest m whose f >= 0; report-noisy-max with scale 2 * (eps_each / 2) / eps_q;
 - the median: one of MEDIAN_POINTS evenly spaced points of [lo, hi], by report-noisy-max over scores
   (minus how far a point is from splitting the group's values in half) that one person moves by max_rows
   in each of max_groups groups: scale 2 * max_rows * max_groups / epsilon_share, no delta;
@@ -46,11 +53,17 @@ MEDIAN_POINTS = 64
 PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued", "noise", "aggregates", "public", "key",
               "confidence")
 
-#: bounds the user leaves out are chosen by DP quantiles spending this share of epsilon (split equally among
-#: the bounds chosen): max_groups at the median of the people's group counts, min_value and max_value at
-#: the 5th and 95th percentiles of one value drawn per person, each from a fixed grid of candidates
+#: bounds the user leaves out are chosen by the exponential mechanism spending this share of epsilon (split
+#: equally among the bounds chosen), each from a fixed grid of candidates: min_value and max_value at the
+#: 5th and 95th percentiles of one value drawn per person; max_groups, when groups are selected with Laplace
+#: noise, as the largest candidate expected to release at least M_RELEASED of the most groups any candidate
+#: would (fewer groups dropped per person: less bias), else at the median of the people's group counts
 BOUNDS_SHARE = 0.1
 M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
+M_RELEASED = 0.75
+#: what the bounded-only query (no noise, max_groups given) reads for the arguments it lacks: the budget's
+#: flags only serve to choose max_groups, which it never does, so any valid values
+BOUNDED_ONLY = {"aggregates": ["count"], "noise": "laplace"}
 M_GRID = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)
 V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in (1, 2, 5) for k in range(-3, 7)}))
 
@@ -69,6 +82,24 @@ def _scores(column: str, level: float, grid: str) -> str:
             f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
 
 
+def _scale(sensitivity: str, m: str = "max_groups") -> str:
+    """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`, one person adding to `m` groups."""
+    return (f"CASE WHEN __p_noise = 'laplace' THEN {m} * ({sensitivity}) / eps_each "
+            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt({m}) * ({sensitivity})) END")
+
+
+def _threshold(scale: str, m: str = "max_groups") -> str:
+    """The noisy people count a group must reach to be released (partition selection), for noise `scale`."""
+    return (f"CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + {scale} * ln({m} / (2.0 * delta_select)) "
+            f"ELSE 1.0 + {scale} * anon_dp_normal_quantile(1.0 - delta_select / {m}) END")
+
+
+_HAS = "list_contains(__p_aggregates, '{}')"
+_COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('avg')})"
+_VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
+_NOISES = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"  # the mechanisms that add noise
+_MECHANISMS = f"({_NOISES} + CAST(use_median AS INT))"
+
 _BOUNDED = f"""
 src AS (
     SELECT __anon_unit AS u, __anon_group AS g, __anon_value AS v FROM __dp_source
@@ -81,28 +112,21 @@ quantile_budget AS (
     SELECT *, __p_epsilon * {BOUNDS_SHARE} / greatest(CAST(choose_m AS INT) + CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_q,
            __p_epsilon * CASE WHEN choose_m OR choose_lo OR choose_hi THEN {1 - BOUNDS_SHARE} ELSE 1.0 END AS eps_rest
     FROM choices),
+flags AS (
+    SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
+           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
+           NOT __p_public AS selecting
+    FROM quantile_budget),
+budget AS (
+    SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
+           CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
+           CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
+                ELSE __p_delta END AS delta_select
+    FROM flags),
 people AS (
     SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
     FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
 m_grid AS ({_grid(M_GRID)}),
-v_grid AS ({_grid(V_GRID)}),
-m_scores AS ({_scores("d", M_LEVEL, "m_grid")}),
-lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid")}),
-hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid")}),
-picks AS (
-    SELECT q.*, CASE WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_q) END AS m_pick,
-           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_q) END AS lo_pick,
-           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_q) END AS hi_pick
-    FROM quantile_budget q CROSS JOIN m_scores m CROSS JOIN lo_scores l CROSS JOIN hi_scores h),
-picked AS (
-    SELECT p.*, coalesce(__p_max_groups, mg.c) AS max_groups, coalesce(CAST(__p_lo AS DOUBLE), lg.c) AS lo_pick_value,
-           coalesce(CAST(__p_hi AS DOUBLE), hg.c) AS hi_pick_value
-    FROM picks p LEFT JOIN m_grid mg ON mg.i = p.m_pick LEFT JOIN v_grid lg ON lg.i = p.lo_pick
-         LEFT JOIN v_grid hg ON hg.i = p.hi_pick),
-chosen AS (
-    SELECT *, least(lo_pick_value, hi_pick_value) AS lo, greatest(lo_pick_value, hi_pick_value) AS hi,
-           (least(lo_pick_value, hi_pick_value) + greatest(lo_pick_value, hi_pick_value)) / 2.0 AS mid
-    FROM picked),
 keyed AS (
     SELECT u, g, v, __keyed_hash(s.key, u, g) AS group_key, __keyed_hash(s.key, u, g, v) AS row_key
     FROM src CROSS JOIN settings s),
@@ -112,17 +136,47 @@ ranked AS (
     SELECT u, g, v, dense_rank() OVER by_pair AS group_rank, row_number() OVER by_row - rank() OVER by_pair + 1 AS row_rank
     FROM keyed
     WINDOW by_pair AS (PARTITION BY u ORDER BY group_key, g), by_row AS (PARTITION BY u ORDER BY group_key, g, row_key, v)),
+pair_ranks AS (  -- per group and rank: people for whom it is their group of that rank (in key order)
+    SELECT g, group_rank, count(*) AS pairs FROM ranked
+    WHERE row_rank = 1 AND (SELECT choose_m AND selecting AND __p_noise = 'laplace' FROM budget) GROUP BY g, group_rank),
+m_kept AS (  -- per candidate m and group: the people who keep the group when each keeps m groups
+    SELECT m.i, m.c, p.g, sum(p.pairs) AS kept FROM m_grid m JOIN pair_ranks p ON p.group_rank <= m.c GROUP BY m.i, m.c, p.g),
+m_expected AS (  -- with the noise scale and the threshold that candidate would have
+    SELECT k.i, k.kept, {_scale('1.0', 'k.c')} AS scale, {_threshold(_scale('1.0', 'k.c'), 'k.c')} AS threshold
+    FROM m_kept k CROSS JOIN budget),
+m_release AS (  -- per candidate: the expected number of groups released, less M_RELEASED of the most any candidate has
+    SELECT i, s - {M_RELEASED} * max(s) OVER () AS f FROM (
+        SELECT g.i, coalesce(e.s, 0.0) AS s FROM m_grid g LEFT JOIN (
+            SELECT i, sum(CASE WHEN kept >= threshold THEN 1.0 - 0.5 * exp(-(kept - threshold) / scale)
+                               ELSE 0.5 * exp(-(threshold - kept) / scale) END) AS s FROM m_expected GROUP BY i) e ON e.i = g.i)),
+m_release_scores AS (  -- high for the largest candidate whose f >= 0: min(its f, minus every larger candidate's f)
+    SELECT list({{'i': i, 's': score}}) AS scores FROM (
+        SELECT i, least(f, coalesce(-max(f) OVER (ORDER BY i ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), f)) AS score
+        FROM m_release)),
+v_grid AS ({_grid(V_GRID)}),
+m_scores AS ({_scores("d", M_LEVEL, "m_grid")}),
+lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid")}),
+hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid")}),
+picks AS (
+    SELECT q.*, CASE WHEN q.choose_m AND q.selecting AND __p_noise = 'laplace' THEN anon_dp_noisy_max(r.scores, q.eps_each / q.eps_q)
+                     WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_q) END AS m_pick,
+           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_q) END AS lo_pick,
+           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_q) END AS hi_pick
+    FROM budget q CROSS JOIN m_scores m CROSS JOIN m_release_scores r CROSS JOIN lo_scores l CROSS JOIN hi_scores h),
+picked AS (
+    SELECT p.*, coalesce(__p_max_groups, mg.c) AS max_groups, coalesce(CAST(__p_lo AS DOUBLE), lg.c) AS lo_pick_value,
+           coalesce(CAST(__p_hi AS DOUBLE), hg.c) AS hi_pick_value
+    FROM picks p LEFT JOIN m_grid mg ON mg.i = p.m_pick LEFT JOIN v_grid lg ON lg.i = p.lo_pick
+         LEFT JOIN v_grid hg ON hg.i = p.hi_pick),
+chosen AS (
+    SELECT *, least(lo_pick_value, hi_pick_value) AS lo, greatest(lo_pick_value, hi_pick_value) AS hi,
+           (least(lo_pick_value, hi_pick_value) + greatest(lo_pick_value, hi_pick_value)) / 2.0 AS mid
+    FROM picked),
 bounded AS (
     SELECT r.u, r.g, least(greatest(r.v, c.lo), c.hi) - c.mid AS v FROM ranked r CROSS JOIN chosen c
     WHERE r.group_rank <= c.max_groups AND r.row_rank <= __p_max_rows),
 aggregates AS (
     SELECT g, count(DISTINCT u) AS persons, count(*) AS rows, sum(v) AS nsum FROM bounded GROUP BY g)"""
-
-
-def _scale(sensitivity: str) -> str:
-    """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`."""
-    return (f"CASE WHEN __p_noise = 'laplace' THEN max_groups * ({sensitivity}) / eps_each "
-            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt(max_groups) * ({sensitivity})) END")
 
 
 def _half_width(scale: str, alpha: str) -> str:
@@ -131,24 +185,7 @@ def _half_width(scale: str, alpha: str) -> str:
             f"ELSE {scale} * anon_dp_normal_quantile(1.0 - ({alpha}) / 2.0) END")
 
 
-_HAS = "list_contains(__p_aggregates, '{}')"
-_COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('avg')})"
-_VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
-_NOISES = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"  # the mechanisms that add noise
-_MECHANISMS = f"({_NOISES} + CAST(use_median AS INT))"
-
 _NOISY = f"""
-flags AS (
-    SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
-           {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
-           NOT __p_public AS selecting
-    FROM chosen),
-budget AS (
-    SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
-           CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
-           CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
-                ELSE __p_delta END AS delta_select
-    FROM flags),
 scales AS (
     SELECT *, CASE WHEN use_p THEN {_scale('1.0')} END AS scale_p,
            CASE WHEN use_r THEN {_scale('__p_max_rows')} END AS scale_r,
@@ -156,10 +193,9 @@ scales AS (
            -- the median's exponential mechanism: a person moves a group's scores by max_rows, in max_groups groups
            CASE WHEN use_median THEN 2.0 * __p_max_rows * max_groups / eps_each END AS scale_median,
            (hi - lo) / {MEDIAN_POINTS - 1}.0 AS median_step
-    FROM budget),
+    FROM chosen),
 spent AS (
-    SELECT *, CASE WHEN NOT selecting THEN NULL WHEN __p_noise = 'laplace' THEN 1.0 + scale_p * ln(max_groups / (2.0 * delta_select))
-                   ELSE 1.0 + scale_p * anon_dp_normal_quantile(1.0 - delta_select / max_groups) END AS threshold,
+    SELECT *, {_threshold('scale_p')} AS threshold,
            CASE WHEN use_r THEN scale_r ELSE scale_p END AS scale_c
     FROM scales),
 candidates AS (
@@ -256,8 +292,3 @@ def released_query() -> str:
     """Per released group the noisy aggregates and their intervals (every aggregate's columns)."""
     return f"WITH {_BOUNDED}, {_NOISY} SELECT * FROM result"
 
-
-def delta_spent(noise: str, delta: float, public: bool) -> float:
-    """The delta a release spends: none with Laplace noise on public groups (only partition selection and
-    Gaussian noise use delta, and they use all of it)."""
-    return 0.0 if noise == "laplace" and public else float(delta)

@@ -112,7 +112,7 @@ def bounded_aggregates(spark, frame, group_by: list[str], *, privacy_unit_column
     _check(fn, frame, group_by, value, privacy_unit_column, max_groups_contributed=max_groups_contributed,
            max_rows_per_group=max_rows_per_group, min_value=min_value, max_value=max_value)
     register(spark)  # the plan's text names them, though no bound is chosen here
-    parameters = dict.fromkeys(plan.PARAMETERS)
+    parameters = dict.fromkeys(plan.PARAMETERS) | plan.BOUNDED_ONLY
     parameters.update(max_groups=max_groups_contributed, max_rows=max_rows_per_group, lo=min_value, hi=max_value,
                       valued=value is not None, public=False, key=key)
     return _run(spark, plan.bounded_query(), _relations(frame, group_by, value, privacy_unit_column, None), parameters,

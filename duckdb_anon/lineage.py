@@ -20,11 +20,13 @@ PEOPLE = "__anon_publish_people"  # (person, labels) of the release being publis
 TEMPORARY = (STAGED, PEOPLE)
 
 
-def _literal(con: duckdb.DuckDBPyConnection, value: str) -> str:
+def sql_literal(con: duckdb.DuckDBPyConnection, value: str) -> str:
+    """`value` as a SQL string literal, by the SQL macro anon_sql_literal (one quoting rule)."""
     return con.execute("SELECT anon_sql_literal(?)", [value]).fetchall()[0][0]
 
 
-def _identifier(con: duckdb.DuckDBPyConnection, value: str) -> str:
+def sql_identifier(con: duckdb.DuckDBPyConnection, value: str) -> str:
+    """`value` as a quoted SQL identifier, by the SQL macro anon_sql_identifier."""
     return con.execute("SELECT anon_sql_identifier(?)", [value]).fetchall()[0][0]
 
 
@@ -42,8 +44,8 @@ def column_of(con: duckdb.DuckDBPyConnection, fn: str, table: str, argument: str
 
 def identifies(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     """Is every value of the column present and different?"""
-    return con.execute(f"SELECT count(c) = count(*) AND count(DISTINCT c) = count(*) FROM (SELECT {_identifier(con, column)} AS c "
-                       f"FROM query_table({_literal(con, table)}))").fetchall()[0][0]
+    return con.execute(f"SELECT count(c) = count(*) AND count(DISTINCT c) = count(*) FROM (SELECT {sql_identifier(con, column)} AS c "
+                       f"FROM query_table({sql_literal(con, table)}))").fetchall()[0][0]
 
 
 def person_column(con: duckdb.DuckDBPyConnection, fn: str, table: str, id_column: object) -> str | None:
@@ -66,7 +68,7 @@ def person_column(con: duckdb.DuckDBPyConnection, fn: str, table: str, id_column
 
 def stage_people(con: duckdb.DuckDBPyConnection, fn: str, qis: list[str], argument: str) -> None:
     """(person, labels) of the staged release, in a temporary table; a person twice is an error."""
-    labels = ", ".join(f"{_identifier(con, q)}::VARCHAR" for q in qis)
+    labels = ", ".join(f"{sql_identifier(con, q)}::VARCHAR" for q in qis)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {PEOPLE} AS SELECT __anon_person::VARCHAR AS person, [{labels}] AS labels "
                 f"FROM {STAGED}")
     repeated = con.execute(f"SELECT count(person) < count(*) OR count(DISTINCT person) < count(*) FROM {PEOPLE}").fetchall()[0][0]
@@ -91,7 +93,7 @@ def earlier_releases(con: duckdb.DuckDBPyConnection, source: str, first: str | N
 def _figures(con: duckdb.DuckDBPyConnection, earlier: str, k: int | None) -> tuple[int, int, int]:
     """release_differencing() between the recorded people of `earlier` and the release being published."""
     con.execute(f"CREATE OR REPLACE TEMP VIEW __anon_diff_earlier AS SELECT person, labels FROM anon_release_people "
-                f"WHERE release_name = {_literal(con, earlier)}")
+                f"WHERE release_name = {sql_literal(con, earlier)}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW __anon_diff_new AS SELECT person, labels FROM {PEOPLE}")
     try:
         return con.execute("SELECT people_in_both, people_below_k, people_singled_out FROM release_differencing("

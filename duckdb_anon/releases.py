@@ -15,18 +15,13 @@ import json
 import duckdb
 
 from duckdb_anon import lineage
+from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
 from duckdb_anon.roles import DeclarationError
 
 
-def _literal(con: duckdb.DuckDBPyConnection, value: str) -> str:
-    return con.execute("SELECT anon_sql_literal(?)", [value]).fetchall()[0][0]
-
-
-def _identifier(con: duckdb.DuckDBPyConnection, value: str) -> str:
-    return con.execute("SELECT anon_sql_identifier(?)", [value]).fetchall()[0][0]
-
-
-def _check_name(con: duckdb.DuckDBPyConnection, fn: str, name: object, replace: bool) -> None:
+def check_release_name(con: duckdb.DuckDBPyConnection, fn: str, name: object, replace: bool) -> None:
+    """Refuse a release name that is not a name, is a view, or is an existing table (unless `replace`): every
+    publishing function (frozen, re-release, DP) names its release table by this rule."""
     if not isinstance(name, str) or not name.strip():
         raise DeclarationError(f"{fn}(): argument 'name' must be a table name, got {name!r}")
     exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower(?) AND schema_name = current_schema() "
@@ -106,7 +101,7 @@ def _policy_record(con: duckdb.DuckDBPyConnection, fn: str, table: object, name:
     """The catalog record of release `name` of `table` under its declared policy, or an error naming the argument."""
     if not isinstance(table, str) or not table:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
-    _check_name(con, fn, name, replace)
+    check_release_name(con, fn, name, replace)
     problem = con.execute("SELECT problem FROM anon_policy_problems() WHERE table_name = ?", [table]).fetchall()
     if problem:
         raise DeclarationError(f"{fn}(): argument 'table': {problem[0][0]}")
@@ -190,7 +185,7 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
         raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
-    _check_name(con, fn, name, replace)
+    check_release_name(con, fn, name, replace)
     names = sorted(options)
     named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself
     for option in names:

@@ -20,7 +20,8 @@ import json
 import duckdb
 
 from duckdb_anon import lineage
-from duckdb_anon.releases import _check_name, _freeze, _identifier, _literal, _policy_record
+from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
+from duckdb_anon.releases import _freeze, _policy_record, check_release_name
 from duckdb_anon.roles import DeclarationError
 
 ASSIGNED = "__anon_rerelease_assigned"  # (person, labels, status): where each source person goes
@@ -65,7 +66,7 @@ def _model(con: duckdb.DuckDBPyConnection, fn: str, table: str, name: str, repla
             raise DeclarationError(f"{fn}(): argument 'table': the quasi-identifiers of {table!r} are now {record['qis']}, "
                                    f"the previous release {prior['name']!r} used {list(prior['qis'])}: publish a new lineage")
     else:
-        _check_name(con, fn, name, replace)
+        check_release_name(con, fn, name, replace)
         arguments = json.loads(prior["arguments"])
         k = arguments["k"]
         options = {o: arguments.get(o) for o in ("mode", "sensitive", "l", "l_kind", "t", "max_suppression", "hierarchies")}

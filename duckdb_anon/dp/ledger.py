@@ -18,7 +18,7 @@ import time
 
 import duckdb
 
-from duckdb_anon.releases import _check_name as check_release_name
+from duckdb_anon.releases import check_release_name
 from duckdb_anon.roles import DeclarationError
 
 RETRIES = 20

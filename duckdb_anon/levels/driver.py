@@ -6,76 +6,10 @@ materializes its state, so memory holds one level at a time and finished partiti
 """
 from __future__ import annotations
 
-import uuid
-from abc import ABC, abstractmethod
 from functools import lru_cache
 
-from sqlglot import exp
-
-from duckdb_anon.levels.plan import QI, Plan
-
-
-class Engine(ABC):
-    """What the level loop needs from a SQL engine."""
-
-    dialect: str  # sqlglot dialect name
-    numbered: bool  # the source carries its row number as __anon_row
-    # materialize each step of a level's decision (Spark: its CTEs are inlined at every reference, and
-    # the strict fallback reads them many times); DuckDB decides a level in one statement
-    stepwise: bool = False
-    # the engine reads quantile_disc(x, p) as an aggregate (DuckDB; Spark only knows WITHIN GROUP)
-    quantiles: bool = False
-
-    @abstractmethod
-    def source(self) -> exp.Expression:
-        """The source relation, as a sqlglot table expression."""
-
-    @abstractmethod
-    def columns(self) -> list[QI | None]:
-        """The source's columns in order, as QIs (the name, how values order, a temporal key), or a QI
-        of kind None for a column Mondrian cannot generalize."""
-
-    @abstractmethod
-    def create(self, name: str, sql: str) -> None:
-        """Materialize a query under `name`."""
-
-    @abstractmethod
-    def append(self, name: str, sql: str) -> None:
-        """Add a query's rows to the relation `name` (created on first use)."""
-
-    @abstractmethod
-    def count(self, name: str) -> int:
-        """Rows of relation `name`."""
-
-    @abstractmethod
-    def value(self, sql: str):
-        """The single value a query returns."""
-
-    @abstractmethod
-    def drop(self, name: str) -> None:
-        """Forget relation `name` (no error when it does not exist)."""
-
-    def begin(self, step: str) -> None:
-        """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""
-
-
-RUN = "__anon_lv_run_"  # the prefix of intermediate relations in cached SQL; each run puts its own in
-
-
-class Names:
-    """Unique names for one run's intermediate relations, remembered so they can all be dropped."""
-
-    def __init__(self):
-        self.prefix = f"__anon_lv_{uuid.uuid4().hex[:12]}_"
-        self.made: list[str] = []
-
-    def __call__(self, what: str) -> str:
-        self.made.append(self.prefix + what)
-        return RUN + what
-
-    def real(self, sql: str) -> str:
-        """SQL over this run's relations (the prefix is ours, never user input)."""
-        return sql.replace(RUN, self.prefix)
+from duckdb_anon.engines.base import QI, Engine, Names
+from duckdb_anon.levels.plan import Plan
 
 
 @lru_cache(maxsize=256)

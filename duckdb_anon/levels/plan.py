@@ -22,12 +22,10 @@ to the same release:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sqlglot
 from sqlglot import exp
 
-NUMERIC, TEMPORAL, CATEGORICAL = "numeric", "temporal", "categorical"
+from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL  # noqa: F401 (the kinds plans read)
 
 
 def _escaped(value: str) -> str:
@@ -36,14 +34,6 @@ def _escaped(value: str) -> str:
     text = f"CAST({value} AS VARCHAR)"
     return (f"CASE WHEN {value} IS NULL THEN 'NULL' WHEN {text} IN ('NULL', '*') THEN '\\' || {text} "
             f"ELSE replace(replace(replace(replace({text}, '\\', '\\\\'), ',', '\\,'), '{{', '\\{{'), '}}', '\\}}') END")
-
-
-@dataclass(frozen=True)
-class QI:
-    """One quasi-identifier: the column's real name and how its values are ordered."""
-    name: str
-    kind: str  # NUMERIC, TEMPORAL or CATEGORICAL
-    key: str = ""  # TEMPORAL: the value {x} as microseconds since the epoch (DuckDB SQL the engine's dialect reads)
 
 
 class Plan:

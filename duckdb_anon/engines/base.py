@@ -1,0 +1,87 @@
+"""What an algorithm needs from a SQL engine: the ground floor shared by every multi-step algorithm.
+
+An algorithm (Mondrian's level loop, DP aggregates, k^m-anonymity) writes its SQL once over internal names;
+sqlglot renders it in the engine's dialect, and an :class:`Engine` runs it and keeps the intermediate
+relations. :class:`Names` gives one run's relations unique names so concurrent runs never collide, and
+:class:`QI` says how a column's values are ordered (the column kinds every engine maps its types to).
+"""
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+NUMERIC, TEMPORAL, CATEGORICAL = "numeric", "temporal", "categorical"
+
+
+@dataclass(frozen=True)
+class QI:
+    """One quasi-identifier: the column's real name and how its values are ordered."""
+    name: str
+    kind: str  # NUMERIC, TEMPORAL or CATEGORICAL
+    key: str = ""  # TEMPORAL: the value {x} as microseconds since the epoch (DuckDB SQL the engine's dialect reads)
+
+
+class Engine(ABC):
+    """What the level loop needs from a SQL engine."""
+
+    dialect: str  # sqlglot dialect name
+    numbered: bool  # the source carries its row number as __anon_row
+    # materialize each step of a level's decision (Spark: its CTEs are inlined at every reference, and
+    # the strict fallback reads them many times); DuckDB decides a level in one statement
+    stepwise: bool = False
+    # the engine reads quantile_disc(x, p) as an aggregate (DuckDB; Spark only knows WITHIN GROUP)
+    quantiles: bool = False
+
+    @abstractmethod
+    def source(self) -> exp.Expression:
+        """The source relation, as a sqlglot table expression."""
+
+    @abstractmethod
+    def columns(self) -> list[QI | None]:
+        """The source's columns in order, as QIs (the name, how values order, a temporal key), or a QI
+        of kind None for a column Mondrian cannot generalize."""
+
+    @abstractmethod
+    def create(self, name: str, sql: str) -> None:
+        """Materialize a query under `name`."""
+
+    @abstractmethod
+    def append(self, name: str, sql: str) -> None:
+        """Add a query's rows to the relation `name` (created on first use)."""
+
+    @abstractmethod
+    def count(self, name: str) -> int:
+        """Rows of relation `name`."""
+
+    @abstractmethod
+    def value(self, sql: str):
+        """The single value a query returns."""
+
+    @abstractmethod
+    def drop(self, name: str) -> None:
+        """Forget relation `name` (no error when it does not exist)."""
+
+    def begin(self, step: str) -> None:
+        """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""
+
+
+RUN = "__anon_lv_run_"  # the prefix of intermediate relations in cached SQL; each run puts its own in
+
+
+class Names:
+    """Unique names for one run's intermediate relations, remembered so they can all be dropped."""
+
+    def __init__(self):
+        self.prefix = f"__anon_lv_{uuid.uuid4().hex[:12]}_"
+        self.made: list[str] = []
+
+    def __call__(self, what: str) -> str:
+        self.made.append(self.prefix + what)
+        return RUN + what
+
+    def real(self, sql: str) -> str:
+        """SQL over this run's relations (the prefix is ours, never user input)."""
+        return sql.replace(RUN, self.prefix)

@@ -198,7 +198,7 @@ def test_the_chosen_range_pays_from_the_values_share_not_the_counts(dp_con):
 
 def test_the_range_chosen_on_a_thousand_people_is_close_to_the_values(dp_con):
     # 1,000 people rating 1..5 (one rating each, evenly): every point of the grid beyond the values scores
-    # alike; the chosen range still lands on them. Measured in 180 calls: [1, 5] in 81 %, otherwise a grid
+    # alike; the chosen range still lands on them. Measured in 200 calls: [1, 5] in 81 %, otherwise a grid
     # point or two off on a side (lo 0.5 or 2, hi 10 or 20; lo 0.1 once). No call of five exactly [1, 5]: about
     # 0.19^5 = 3e-4. A range not covering 2..4 or wider than 100 needs a bound at least 4 grid steps past the
     # data against a noise scale of 38 (the score falls by 57 per step): about 1e-4 per call

@@ -1,10 +1,10 @@
 """DP per-item count and mean rating: duckdb-anon's dp_aggregate() beside PipelineDP (local backend).
 
-Data: synthetic_ratings (users with about 50 ratings each, 2,000 items, popularity a power law), at the
-sizes given (default 100,000 and 10,000,000 ratings). Both tools get epsilon 1, delta 1e-6, Laplace
-noise, the same contribution bounds (max_groups_contributed = max_partitions_contributed,
-max_rows_per_group = max_contributions_per_partition = 1, ratings clamped to [1, 5]) and select items
-themselves (no public list). Errors are relative to the raw per-item figures (all ratings, no bounding):
+Data: synthetic_ratings (users with about 43 ratings each, 2,000 items, popularity a power law), at the
+sizes given (default 100,000 and 10,000,000 ratings: the fewest people whose ratings reach the size). Both
+tools get epsilon 1, delta 1e-6, Laplace noise, the same contribution bounds (max_groups_contributed =
+max_partitions_contributed, max_rows_per_group = max_contributions_per_partition = 1, ratings clamped to
+[1, 5]) and select items themselves (no public list). Errors are relative to the raw per-item figures (all ratings, no bounding):
 the median over the items each tool released. Wall time: the DP computation only (PipelineDP reads the
 rows from a Python list made beforehand; duckdb-anon reads the table in the database). One run each,
 --chosen-runs (default 5) with the bounds chosen, each choosing afresh.
@@ -12,7 +12,8 @@ rows from a Python list made beforehand; duckdb-anon reads the table in the data
 Rows: each tool at the given bounds; PipelineDP at each max_partitions_contributed of --sweep (smaller
 sizes only); duckdb-anon with every bound left for it to choose (10 % of epsilon spent on choosing).
 
-    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--chosen-runs 5] [--out FILE]
+    python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--chosen-runs 5]
+                              [--tools ours pipelinedp] [--out FILE]
 Prints one table and writes it to bench/results/dp_vs_pipelinedp.md (or --out).
 """
 from __future__ import annotations
@@ -28,6 +29,15 @@ import duckdb_anon
 EPSILON, DELTA = 1.0, 1e-6
 SWEEP = (1, 2, 5, 10, 20, 50)
 RESULTS = Path(__file__).resolve().parent / "results" / "dp_vs_pipelinedp.md"
+
+
+def people_for(con, size: int) -> int:
+    """The fewest people whose ratings number at least `size`: a person's ratings do not depend on how many
+    people are asked for, so the count is the first prefix of people reaching `size` (people have about 43
+    ratings each, after duplicates of an item are dropped; 30 per person is asked for, then cut)."""
+    return con.execute("SELECT min(record_id) + 1 FROM (SELECT record_id, sum(count(*)) OVER (ORDER BY record_id) AS total "
+                       "FROM synthetic_ratings(?, items := 2000, ratings_per_user := 50, seed := 1) GROUP BY record_id) "
+                       "WHERE total >= ?", [max(1, size // 30), size]).fetchall()[0][0]
 
 
 def truth(con) -> dict:
@@ -80,6 +90,8 @@ def main() -> None:
     parser.add_argument("--max-groups", type=int, default=10)
     parser.add_argument("--sweep-up-to", type=int, default=1_000_000, help="PipelineDP's sweep only up to this size")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the table is written")
+    parser.add_argument("--tools", nargs="+", choices=("ours", "pipelinedp"), default=["ours", "pipelinedp"],
+                        help="which tools to run (PipelineDP alone, to run its slow sizes apart)")
     parser.add_argument("--chosen-runs", type=int, default=5, help="runs with the bounds chosen (each chooses afresh)")
     args = parser.parse_args()
     lines = ["| ratings | people | tool | max groups | items released | median rel. error count | "
@@ -93,24 +105,28 @@ def main() -> None:
     print("\n".join(lines))
     for size in args.ratings:
         con = duckdb_anon.connect()
+        people = people_for(con, size)
         con.execute("CREATE TABLE r AS SELECT * FROM synthetic_ratings(?, items := 2000, ratings_per_user := 50, seed := 1)",
-                    [max(1, size // 50)])
+                    [people])
         rows_n, people = con.execute("SELECT count(*), count(DISTINCT record_id) FROM r").fetchall()[0]
         true = truth(con)
-        released, seconds, _ = ours(con, args.max_groups)
-        row(rows_n, people, "duckdb-anon", args.max_groups, errors(released, true), seconds)
-        rows = con.execute("SELECT record_id, item, value::DOUBLE FROM r").fetchall()
-        released, seconds = pipeline(rows, args.max_groups)
-        row(rows_n, people, "PipelineDP", args.max_groups, errors(released, true), seconds)
-        if size <= args.sweep_up_to:
-            for m in SWEEP:
-                if m != args.max_groups:
-                    released, seconds = pipeline(rows, m)
-                    row(rows_n, people, "PipelineDP", m, errors(released, true), seconds)
-        for _ in range(args.chosen_runs):
-            released, seconds, chosen = ours(con, None)
-            row(rows_n, people, f"duckdb-anon, bounds chosen ({chosen})", "chosen", errors(released, true), seconds)
-        del rows
+        if "ours" in args.tools:
+            released, seconds, _ = ours(con, args.max_groups)
+            row(rows_n, people, "duckdb-anon", args.max_groups, errors(released, true), seconds)
+        if "pipelinedp" in args.tools:
+            rows = con.execute("SELECT record_id, item, value::DOUBLE FROM r").fetchall()
+            released, seconds = pipeline(rows, args.max_groups)
+            row(rows_n, people, "PipelineDP", args.max_groups, errors(released, true), seconds)
+            if size <= args.sweep_up_to:
+                for m in SWEEP:
+                    if m != args.max_groups:
+                        released, seconds = pipeline(rows, m)
+                        row(rows_n, people, "PipelineDP", m, errors(released, true), seconds)
+            del rows
+        if "ours" in args.tools:
+            for _ in range(args.chosen_runs):
+                released, seconds, chosen = ours(con, None)
+                row(rows_n, people, f"duckdb-anon, bounds chosen ({chosen})", "chosen", errors(released, true), seconds)
         con.close()
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

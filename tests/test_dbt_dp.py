@@ -71,16 +71,20 @@ def test_a_dp_release_model_debits_then_a_build_past_the_budget_fails_and_change
         con.close()
     assert all(1 <= avg <= 5 for _, _, avg in items) and {item for item, *_ in items} <= set(range(10))
 
-    # 0.6 + 0.5 > 1: refused, with what is left; no table, no record, no debit
+    # 0.6 + 0.5 > 1: refused, with what is left; an epsilon that is no number: named with dp_release and the
+    # argument (not a cast error of the ledger's arithmetic); no table, no record, no debit (one dbt run for both)
     (project / "models" / "item_ratings_b.sql").write_text(MODEL.replace("EPSILON", "0.5"))
-    again = run_dbt(project, "build", "--select", "item_ratings_b")
+    (project / "models" / "item_ratings_c.sql").write_text(MODEL.replace("EPSILON", "'much'"))
+    again = run_dbt(project, "build", "--select", "item_ratings_b", "item_ratings_c")
     output = again.stdout + again.stderr
     assert again.returncode != 0
     assert "dp_release(): the release would spend epsilon 0.5, delta 1e-06 from the budget of 'ratings_src', " \
            "which has epsilon 0.4, delta 9e-06 left" in output
+    assert "dp_release(): argument 'epsilon' must be a number > 0, got 'much'" in output and "Conversion Error" not in output
     assert ledger(project) == (spent, releases, tables, rows)
-    # one the budget can pay, failing after the debit (an unknown noise): rolled back, debit included
-    (project / "models" / "item_ratings_b.sql").write_text(MODEL.replace("EPSILON", "0.1").replace("delta=1e-6", "delta=1e-6, noise='cauchy'"))
+    # one the budget can pay, failing after the debit (a group column the table lacks): rolled back, debit included
+    (project / "models" / "item_ratings_b.sql").write_text(MODEL.replace("EPSILON", "0.1").replace("['item']", "['shelf']"))
     failed = run_dbt(project, "build", "--select", "item_ratings_b")
-    assert failed.returncode != 0 and "dp_aggregate(): argument 'noise'" in failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "dp_aggregate(): argument 'group_by'" in failed.stdout + failed.stderr
     assert ledger(project) == (spent, releases, tables, rows)
+

@@ -161,17 +161,53 @@ def test_the_median_is_within_its_stated_rank_error_of_the_middle(dp_con):
     assert ((frame["median"] - 50).abs() <= 25).all()  # 150 +- 57 values of 300 spread evenly over 0..100
 
 
-def test_chosen_max_groups_is_the_largest_releasing_three_quarters_of_the_most_groups(dp_con):
-    # 300 groups of 40 people, one group each: every m keeps all 40, but the threshold grows with m, so m = 1
-    # and 2 release nearly every group, 3 almost none; the median of people's group counts would be 1
+def nearly_the_most(released: dict) -> int:
+    """The largest m expected to release nearly the most groups: within M_SLACK standard deviations of the
+    most (a count's), or M_RELEASED of it when that is lower."""
+    best = max(released.values())
+    return max(m for m, e in released.items() if e >= max(plan.M_RELEASED * best, best - plan.M_SLACK * math.sqrt(best + 1)))
+
+
+def test_chosen_max_groups_is_the_largest_releasing_nearly_the_most_groups(dp_con):
+    # 600 groups held by their own people, one group each: every m keeps them all, but the threshold grows
+    # with m. 480 groups of 60 people are released at m <= 3, 120 of 40 at m <= 2: m = 2 releases nearly
+    # every group, m = 3 four in five (enough for three quarters of the most), m = 5 almost none
     dp_con.execute("CREATE OR REPLACE TABLE dp_wide AS SELECT g AS grp, g * 1000 + p AS person, 3.0 AS x "
-                   "FROM range(300) a(g), range(40) b(p)")
-    eps_each = 0.9  # count only: one mechanism, 90 % of epsilon 1 (10 % chose the bound)
+                   "FROM range(600) a(g), range(60) b(p) WHERE p < CASE WHEN g < 480 THEN 60 ELSE 40 END")
+    eps_each = 1 - plan.M_SHARE  # count only: one mechanism, epsilon 1 less what chose the bound
     kept = dp_con.execute("SELECT count(*) FROM dp_wide GROUP BY grp").df().iloc[:, 0].to_numpy()
     released = {m: expected_released(kept, m, eps_each, 1e-6) for m in plan.M_GRID}
     best = max(released.values())
-    expected = max(m for m, e in released.items() if e >= plan.M_RELEASED * best)
-    assert expected == 2 and released[3] < 0.1 * best  # a clear answer (scores apart by far more than the noise)
+    assert nearly_the_most(released) == 2 and 0.75 * best < released[3] < 0.85 * best  # scores apart by > 10 noise scales
     picked = [dp_con.execute("SELECT max_groups_contributed, count(*) FROM dp_aggregate('dp_wide', ['grp'], epsilon := 1, "
                              "delta := 1e-6, privacy_unit_column := 'person') GROUP BY 1").fetchall() for _ in range(3)]
-    assert all(len(p) == 1 and p[0][0] == expected and p[0][1] >= 0.9 * best for p in picked)
+    assert all(len(p) == 1 and p[0][0] == 2 and p[0][1] >= 0.95 * best for p in picked), picked
+
+
+def test_the_chosen_range_pays_from_the_values_share_not_the_counts(dp_con):
+    # count and avg, max_groups given, the range chosen: the count keeps half of epsilon (its interval says
+    # so), the mean's sum pays the range's RANGE_SHARE
+    dp_con.execute("CREATE OR REPLACE TABLE dp_split AS SELECT g AS grp, g * 1000 + p AS person, (p % 5 + 1)::DOUBLE AS x "
+                   "FROM range(20) a(g), range(400) b(p)")
+    frame = dp_con.execute("SELECT count, count_ci_low, min_value, max_value FROM dp_aggregate('dp_split', ['grp'], value := 'x', "
+                           "aggregates := ['count', 'avg'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, "
+                           "privacy_unit_column := 'person')").df()
+    assert len(frame) == 20
+    assert (frame["count"] - frame["count_ci_low"]).round(9).unique().tolist() == [round(1 / 0.5 * math.log(20), 9)]
+
+
+def test_the_range_chosen_on_a_thousand_people_is_close_to_the_values(dp_con):
+    # 1,000 people rating 1..5 (one rating each, evenly): every point of the grid beyond the values scores
+    # alike; the chosen range still lands on them. Measured in 200 calls: [1, 5] in 81 %, otherwise a grid
+    # point or two off on a side (lo 0.5 or 2, hi 10 or 20; lo 0.1 once). No call of five exactly [1, 5]: about
+    # 0.19^5 = 3e-4. A range not covering 2..4 or wider than 100 needs a bound at least 4 grid steps past the
+    # data against a noise scale of 38 (the score falls by 57 per step): about 1e-4 per call
+    dp_con.execute("CREATE OR REPLACE TABLE dp_small AS SELECT p AS person, p % 7 AS grp, (p % 5 + 1)::DOUBLE AS rating "
+                   "FROM range(1000) r(p)")
+    ranges = [dp_con.execute("SELECT DISTINCT min_value, max_value FROM dp_aggregate('dp_small', ['grp'], value := 'rating', "
+                             "aggregates := ['avg'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, "
+                             "privacy_unit_column := 'person')").fetchall() for _ in range(5)]
+    assert all(len(r) == 1 for r in ranges), ranges
+    ranges = [r[0] for r in ranges]
+    assert all(lo <= 2 and hi >= 4 and hi - lo <= 100 for lo, hi in ranges), ranges
+    assert (1, 5) in ranges, ranges

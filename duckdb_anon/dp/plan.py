@@ -18,9 +18,11 @@ The rules, each stated once here:
   [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
 - the mechanisms released: persons (for count_distinct, for partition selection, and for count when
   max_rows = 1, where rows = persons), rows (count with max_rows > 1), nsum (sum and avg), the median;
-  epsilon is split equally among the mechanisms used; with Gaussian noise delta too (among those that add
-  noise: not the median), a share going to partition selection; with Laplace noise all of delta goes to
-  partition selection;
+  epsilon, less M_SHARE of it when max_groups is chosen, is split equally among the mechanisms used; a
+  chosen range's RANGE_SHARE of epsilon is paid by the mechanisms that read the values (nsum, the median;
+  by all when none is asked), so that choosing it releases no fewer groups; with Gaussian noise delta is
+  split too (among those that add noise: not the median), a share going to partition selection; with
+  Laplace noise all of delta goes to partition selection;
 - Laplace scale = max_groups * sensitivity / epsilon_share; Gaussian sigma from OpenDP's calibration for
   L2 sensitivity sqrt(max_groups) * sensitivity (see noise.py);
 - partition selection (no public groups): a group is released when its noisy person count reaches
@@ -32,8 +34,21 @@ The rules, each stated once here:
   kept_g(m) is the group's people when each keeps m groups (in the key's order). One person changes
   kept_g(m) by 1 in at most m groups, and P moves by at most 1 / (2 b_m) = eps_each / (2 m) per unit, so E(m)
   moves by at most eps_each / 2, for every m. The score of m is min(f(m), -max over m' > m of f(m')) with
-  f = E - M_RELEASED * max E (each f moves by at most eps_each / 2: removing a person only lowers E), high
-  for the largest m whose f >= 0; report-noisy-max with scale 2 * (eps_each / 2) / eps_q;
+  f = E - T, T = max(M_RELEASED * max E, max E - M_SLACK * sqrt(max E + 1)): high for the largest m
+  expected to release nearly the most groups (within M_SLACK standard deviations of a count of max E, or
+  M_RELEASED of it when it is small). T grows with max E at a slope in [0, 1] (M_SLACK = 2), so when a
+  person leaves E(m) and T both fall by at most eps_each / 2 and f moves by at most that; report-noisy-max
+  with scale 2 * (eps_each / 2) / eps_m, over scores less M_PRIOR noise scales times ln(1 + m / M_TYPICAL):
+  a base measure (1 + m / M_TYPICAL)^-M_PRIOR, data-independent, that decides when the data cannot (a few
+  groups released whatever m, where noise would otherwise pick any of the grid, most of it m that
+  release nothing);
+- the value range left to choose: first a center, the grid point nearest the people's values (one value
+  each) in grid steps, each person's distance clipped at CENTER_STEPS (score: minus the sum of the clipped
+  distances over CENTER_STEPS, moved by at most 1 per person); then min_value among the points at or below
+  the center, max_value among those at or above, each scored as its quantile (LO_LEVEL, HI_LEVEL) and
+  preferred RANGE_PRIOR scales per step nearer the center. Beyond the data every point scores alike (no
+  rank tells them apart): the preference takes the point nearest the data among those tied, and the
+  center keeps it from running past the data when the people are too few for any rank to count;
 - the median: one of MEDIAN_POINTS evenly spaced points of [lo, hi], by report-noisy-max over scores
   (minus how far a point is from splitting the group's values in half) that one person moves by max_rows
   in each of max_groups groups: scale 2 * max_rows * max_groups / epsilon_share, no delta;
@@ -53,14 +68,19 @@ MEDIAN_POINTS = 64
 PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued", "noise", "aggregates", "public", "key",
               "confidence")
 
-#: bounds the user leaves out are chosen by the exponential mechanism spending this share of epsilon (split
-#: equally among the bounds chosen), each from a fixed grid of candidates: min_value and max_value at the
-#: 5th and 95th percentiles of one value drawn per person; max_groups, when groups are selected with Laplace
-#: noise, as the largest candidate expected to release at least M_RELEASED of the most groups any candidate
-#: would (fewer groups dropped per person: less bias), else at the median of the people's group counts
-BOUNDS_SHARE = 0.1
+#: bounds the user leaves out are chosen by the exponential mechanism, each from a fixed grid of candidates:
+#: max_groups spending M_SHARE of epsilon, when groups are selected with Laplace noise as the largest
+#: candidate expected to release nearly the most groups any candidate would (fewer groups dropped per
+#: person: less bias), else at the median of the people's group counts; the value range spending
+#: RANGE_SHARE of epsilon, CENTER_SHARE of it on a center and the rest split between min_value and
+#: max_value, at the 5th and 95th percentiles of one value drawn per person
+M_SHARE, RANGE_SHARE, CENTER_SHARE = 0.1, 0.15, 0.3
 M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
-M_RELEASED = 0.75
+M_RELEASED, M_SLACK = 0.75, 2.0
+#: the data-independent preferences that break ties, in noise scales: toward max_groups of M_TYPICAL or less
+#: (M_PRIOR times ln(1 + m / M_TYPICAL)), toward the center for the range (RANGE_PRIOR per grid step)
+M_PRIOR, M_TYPICAL, RANGE_PRIOR = 2.0, 10.0, 1.5
+CENTER_STEPS = 10
 #: what the bounded-only query (no noise, max_groups given) reads for the arguments it lacks: the budget's
 #: flags only serve to choose max_groups, which it never does, so any valid values
 BOUNDED_ONLY = {"aggregates": ["count"], "noise": "laplace"}
@@ -72,20 +92,24 @@ def _grid(values) -> str:
     return "SELECT * FROM (VALUES " + ", ".join(f"({i}, {v!r})" for i, v in enumerate(values)) + ") AS t(i, c)"
 
 
-def _scores(column: str, level: float, grid: str) -> str:
+def _scores(column: str, level: float, grid: str, keep: str = "true", prior: str = "0.0") -> str:
     """The exponential mechanism's score of each candidate c of `grid` as the `level` quantile of `column`
     (one value per person, n of them): minus how far c is from being one, max(level * n - #(x <= c),
     #(x < c) - level * n, 0), so that a value many people share scores 0 (ties are common: ratings).
-    One person moves each score by at most 1, so noisy max with scale 2 / epsilon is epsilon-DP."""
+    One person moves each score by at most 1, so noisy max with scale 2 / epsilon is epsilon-DP. Only the
+    candidates where `keep` holds, each score plus `prior` (data-independent), both over the candidate's
+    index i and the columns of ``range_center``."""
     n = f"count(p.{column})"
-    return (f"SELECT list({{'i': i, 's': score}}) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
-            f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i)")
+    return (f"SELECT list({{'i': i, 's': score + {prior}}}) AS scores FROM (SELECT g.i, -greatest({level} * {n} - count_if(p.{column} <= g.c), "
+            f"count_if(p.{column} < g.c) - {level} * {n}, 0) AS score FROM {grid} g LEFT JOIN people p ON true GROUP BY g.i) "
+            f"CROSS JOIN range_center WHERE {keep}")
 
 
-def _scale(sensitivity: str, m: str = "max_groups") -> str:
-    """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`, one person adding to `m` groups."""
-    return (f"CASE WHEN __p_noise = 'laplace' THEN {m} * ({sensitivity}) / eps_each "
-            f"ELSE anon_dp_gaussian_sigma(eps_each, delta_each, sqrt({m}) * ({sensitivity})) END")
+def _scale(sensitivity: str, m: str = "max_groups", eps: str = "eps_each") -> str:
+    """The noise scale of a mechanism whose per-group sensitivity is `sensitivity`, one person adding to `m`
+    groups, spending `eps`."""
+    return (f"CASE WHEN __p_noise = 'laplace' THEN {m} * ({sensitivity}) / {eps} "
+            f"ELSE anon_dp_gaussian_sigma({eps}, delta_each, sqrt({m}) * ({sensitivity})) END")
 
 
 def _threshold(scale: str, m: str = "max_groups") -> str:
@@ -99,6 +123,7 @@ _COUNTED = f"({_HAS.format('count')} OR {_HAS.format('sum')} OR {_HAS.format('av
 _VALUED = f"({_HAS.format('sum')} OR {_HAS.format('avg')})"
 _NOISES = "(CAST(use_p AS INT) + CAST(use_r AS INT) + CAST(use_s AS INT))"  # the mechanisms that add noise
 _MECHANISMS = f"({_NOISES} + CAST(use_median AS INT))"
+_VALUE_MECHANISMS = "(CAST(use_s AS INT) + CAST(use_median AS INT))"  # those that read the values, and the range
 
 _BOUNDED = f"""
 src AS (
@@ -109,20 +134,26 @@ choices AS (
     SELECT __p_max_groups IS NULL AS choose_m, __p_valued AND __p_lo IS NULL AS choose_lo,
            __p_valued AND __p_hi IS NULL AS choose_hi),
 quantile_budget AS (
-    SELECT *, __p_epsilon * {BOUNDS_SHARE} / greatest(CAST(choose_m AS INT) + CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_q,
-           __p_epsilon * CASE WHEN choose_m OR choose_lo OR choose_hi THEN {1 - BOUNDS_SHARE} ELSE 1.0 END AS eps_rest
+    SELECT *, __p_epsilon * {M_SHARE} AS eps_m, __p_epsilon * {RANGE_SHARE} * CAST(choose_lo OR choose_hi AS INT) AS eps_range,
+           __p_epsilon * {RANGE_SHARE * CENTER_SHARE} AS eps_center,
+           __p_epsilon * {RANGE_SHARE * (1 - CENTER_SHARE)} / greatest(CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_v
     FROM choices),
 flags AS (
     SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
            {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
            NOT __p_public AS selecting
     FROM quantile_budget),
+shares AS (  -- max_groups is paid by every mechanism, the range by those of the values (by all when none is asked)
+    SELECT *, __p_epsilon * (1.0 - {M_SHARE} * CAST(choose_m AS INT)) - CASE WHEN {_VALUE_MECHANISMS} = 0 THEN eps_range ELSE 0.0 END
+              AS eps_rest
+    FROM flags),
 budget AS (
     SELECT *, eps_rest / {_MECHANISMS} AS eps_each,
+           eps_rest / {_MECHANISMS} - CASE WHEN {_VALUE_MECHANISMS} > 0 THEN eps_range / {_VALUE_MECHANISMS} ELSE 0.0 END AS eps_value,
            CASE WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + CAST(selecting AS INT)) ELSE 0.0 END AS delta_each,
            CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
                 ELSE __p_delta END AS delta_select
-    FROM flags),
+    FROM shares),
 people AS (
     SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
     FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
@@ -144,25 +175,38 @@ m_kept AS (  -- per candidate m and group: the people who keep the group when ea
 m_expected AS (  -- with the noise scale and the threshold that candidate would have
     SELECT k.i, k.kept, {_scale('1.0', 'k.c')} AS scale, {_threshold(_scale('1.0', 'k.c'), 'k.c')} AS threshold
     FROM m_kept k CROSS JOIN budget),
-m_release AS (  -- per candidate: the expected number of groups released, less M_RELEASED of the most any candidate has
-    SELECT i, s - {M_RELEASED} * max(s) OVER () AS f FROM (
+m_release AS (  -- per candidate: the expected number of groups released, less nearly the most any candidate has
+    SELECT i, s - greatest({M_RELEASED} * max(s) OVER (), max(s) OVER () - {M_SLACK} * sqrt(max(s) OVER () + 1.0)) AS f FROM (
         SELECT g.i, coalesce(e.s, 0.0) AS s FROM m_grid g LEFT JOIN (
             SELECT i, sum(CASE WHEN kept >= threshold THEN 1.0 - 0.5 * exp(-(kept - threshold) / scale)
                                ELSE 0.5 * exp(-(threshold - kept) / scale) END) AS s FROM m_expected GROUP BY i) e ON e.i = g.i)),
-m_release_scores AS (  -- high for the largest candidate whose f >= 0: min(its f, minus every larger candidate's f)
-    SELECT list({{'i': i, 's': score}}) AS scores FROM (
+m_release_scores AS (  -- high for the largest candidate whose f >= 0: min(its f, minus every larger candidate's f),
+    -- less M_PRIOR noise scales per step up the grid
+    SELECT list({{'i': r.i, 's': r.score - {M_PRIOR} * b.eps_each / b.eps_m * ln(1.0 + g.c / {M_TYPICAL})}}) AS scores FROM (
         SELECT i, least(f, coalesce(-max(f) OVER (ORDER BY i ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), f)) AS score
-        FROM m_release)),
+        FROM m_release) r JOIN m_grid g ON g.i = r.i CROSS JOIN budget b),
 v_grid AS ({_grid(V_GRID)}),
+v_positions AS (  -- per value drawn: its people and its position on the grid (halfway between two points it falls between)
+    SELECT x.n, (count_if(g.c < x.v) + count_if(g.c <= x.v) - 1) / 2.0 AS pos
+    FROM (SELECT one_v AS v, count(*) AS n FROM people WHERE one_v IS NOT NULL GROUP BY one_v) x JOIN v_grid g ON true
+    GROUP BY x.v, x.n),
+center_scores AS (  -- minus the people's distances to the point in grid steps, each clipped at CENTER_STEPS, over CENTER_STEPS
+    SELECT list({{'i': i, 's': score}}) AS scores FROM (
+        SELECT g.i, -coalesce(sum(v.n * least(abs(g.i - v.pos), {CENTER_STEPS})), 0) / {CENTER_STEPS}.0 AS score
+        FROM v_grid g LEFT JOIN v_positions v ON true GROUP BY g.i)),
+range_center AS (
+    SELECT CASE WHEN q.choose_lo OR q.choose_hi THEN anon_dp_noisy_max(c.scores, 2.0 / q.eps_center) END AS center,
+           2.0 / q.eps_v AS v_scale
+    FROM budget q CROSS JOIN center_scores c),
 m_scores AS ({_scores("d", M_LEVEL, "m_grid")}),
-lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid")}),
-hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid")}),
+lo_scores AS ({_scores("one_v", LO_LEVEL, "v_grid", "i <= center", f"{RANGE_PRIOR} * v_scale * i")}),
+hi_scores AS ({_scores("one_v", HI_LEVEL, "v_grid", "i >= center", f"-{RANGE_PRIOR} * v_scale * i")}),
 picks AS (
-    SELECT q.*, CASE WHEN q.choose_m AND q.selecting AND __p_noise = 'laplace' THEN anon_dp_noisy_max(r.scores, q.eps_each / q.eps_q)
-                     WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_q) END AS m_pick,
-           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_q) END AS lo_pick,
-           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_q) END AS hi_pick
-    FROM budget q CROSS JOIN m_scores m CROSS JOIN m_release_scores r CROSS JOIN lo_scores l CROSS JOIN hi_scores h),
+    SELECT q.*, CASE WHEN q.choose_m AND q.selecting AND __p_noise = 'laplace' THEN anon_dp_noisy_max(r.scores, q.eps_each / q.eps_m)
+                     WHEN q.choose_m THEN anon_dp_noisy_max(m.scores, 2.0 / q.eps_m) END AS m_pick,
+           CASE WHEN q.choose_lo THEN anon_dp_noisy_max(l.scores, 2.0 / q.eps_v) END AS lo_pick,
+           CASE WHEN q.choose_hi THEN anon_dp_noisy_max(h.scores, 2.0 / q.eps_v) END AS hi_pick
+    FROM budget q CROSS JOIN m_scores m CROSS JOIN m_release_scores r LEFT JOIN lo_scores l ON true LEFT JOIN hi_scores h ON true),
 picked AS (
     SELECT p.*, coalesce(__p_max_groups, mg.c) AS max_groups, coalesce(CAST(__p_lo AS DOUBLE), lg.c) AS lo_pick_value,
            coalesce(CAST(__p_hi AS DOUBLE), hg.c) AS hi_pick_value
@@ -189,9 +233,9 @@ _NOISY = f"""
 scales AS (
     SELECT *, CASE WHEN use_p THEN {_scale('1.0')} END AS scale_p,
            CASE WHEN use_r THEN {_scale('__p_max_rows')} END AS scale_r,
-           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0')} END AS scale_s,
+           CASE WHEN use_s THEN {_scale('__p_max_rows * (hi - lo) / 2.0', eps='eps_value')} END AS scale_s,
            -- the median's exponential mechanism: a person moves a group's scores by max_rows, in max_groups groups
-           CASE WHEN use_median THEN 2.0 * __p_max_rows * max_groups / eps_each END AS scale_median,
+           CASE WHEN use_median THEN 2.0 * __p_max_rows * max_groups / eps_value END AS scale_median,
            (hi - lo) / {MEDIAN_POINTS - 1}.0 AS median_step
     FROM chosen),
 spent AS (

@@ -13,7 +13,8 @@
 
     The model's body is the name of the table released from, as its privacy unit declaration and its budget
     name it; the config holds dp_aggregate()'s other arguments. Values become SQL literals (strings with
-    their quotes doubled), never pasted text; dp_aggregate() checks them and names the argument at fault.
+    their quotes doubled), never pasted text; dp_aggregate()'s checks (anon_dp_arguments_ok) run on them
+    before the ledger is touched, and name dp_release and the argument at fault.
 -#}
 
 {#- A config value as a SQL literal: NULL, a number, a list of strings, or a string literal. -#}
@@ -54,6 +55,16 @@
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   -- `BEGIN` happens here:
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
+
+  {#- dp_aggregate()'s checks first, naming dp_release: the ledger's arithmetic would meet a bad epsilon as a cast error -#}
+  {%- set checks -%}
+    SELECT anon_dp_arguments_ok('{{ fn }}', {{ duckdb_anon.sql_literal(table_name) }}, {{ duckdb_anon.dp_value(arguments['group_by']) }},
+    {%- for name in ['value', 'max_groups_contributed', 'max_rows_per_group', 'min_value', 'max_value', 'privacy_unit_column'] %}
+      {{ duckdb_anon.dp_value(arguments[name]) }},{% endfor %} noisy := true,
+    {%- for name in ['aggregates', 'epsilon', 'delta', 'noise', 'public_groups', 'confidence'] %}
+      {{ name }} := {{ duckdb_anon.dp_value(arguments[name]) }}{{ "," if not loop.last }}{% endfor %})
+  {%- endset -%}
+  {%- do duckdb_anon.dp_query(checks) -%}
 
   {%- set ledger = duckdb_anon.dp_query("SELECT " ~ unit ~ " AS unit, " ~ spent ~ " AS spent") -%}
   {%- set unit_table = ledger.columns[0].values()[0] -%}

@@ -22,11 +22,13 @@
 CREATE TABLE IF NOT EXISTS anon_column_roles (
     table_name   VARCHAR NOT NULL,  -- as query_table() reads it: 'patients', 'clinic.patients'
     column_name  VARCHAR NOT NULL,
-    role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
+    role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive', 'masked')),
     hierarchy    VARCHAR,           -- quasi_identifier only: the hierarchy table generalizing it
     pseudonymize BOOLEAN NOT NULL DEFAULT false,  -- identifier only: keyed pseudonym instead of dropping it
     column_index INTEGER,           -- the column's place and type when the declaration was first applied (left
     data_type    VARCHAR,           -- NULL by the user; filled by the apply): later applies and reads hold to them
+    mask         VARCHAR,           -- masked only: the masking function (anon_mask_names(), sql/69_masking.sql)
+    mask_args    MAP(VARCHAR, VARCHAR),  -- masked only: its arguments, e.g. MAP {'by': 'patient_id', 'locale': 'fr_FR'}
     PRIMARY KEY (table_name, column_name));
 
 CREATE TABLE IF NOT EXISTS anon_policies (
@@ -45,6 +47,8 @@ ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAUL
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
 ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS column_index INTEGER;
 ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS data_type VARCHAR;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS mask VARCHAR;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS mask_args MAP(VARCHAR, VARCHAR);
 
 -- Every column the catalog knows, under each name query_table() may be given ('t', 'schema.t',
 -- 'db.schema.t'; lower case), with its place in its table and its type. A name that several tables answer
@@ -67,7 +71,7 @@ CREATE OR REPLACE MACRO anon_accept_changed_table_hint(tn) AS
 
 -- Every declaration, with its table's policy and what is wrong with it, if anything.
 CREATE OR REPLACE VIEW anon_roles AS
-SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
+SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize, r.mask, r.mask_args,
        p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
        CASE WHEN c.column_name IS NULL THEN 'the table has no column ''' || r.column_name || ''''
             WHEN r.column_index IS NOT NULL AND (c.column_index <> r.column_index OR c.data_type IS DISTINCT FROM r.data_type)
@@ -80,6 +84,13 @@ SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
             WHEN r.hierarchy IS NOT NULL AND r.role <> 'quasi_identifier' THEN 'a hierarchy is for quasi_identifier columns only'
             WHEN r.pseudonymize AND r.role <> 'identifier' THEN 'pseudonymize is for identifier columns only'
             WHEN r.pseudonymize AND p.key_name IS NULL THEN 'pseudonymize needs the policy''s key_name'
+            WHEN (r.mask IS NOT NULL OR r.mask_args IS NOT NULL) AND r.role <> 'masked' THEN 'mask and mask_args are for masked columns only'
+            WHEN r.role = 'masked' AND anon_mask_problem(r.mask, r.mask_args, p.key_name, c.data_type,
+                     EXISTS (SELECT 1 FROM anon_catalog_columns b WHERE b.table_key = lower(r.table_name)
+                             AND lower(b.column_name) = lower(r.mask_args['by']))) IS NOT NULL
+                 THEN 'column ''' || r.column_name || ''': ' || anon_mask_problem(r.mask, r.mask_args, p.key_name, c.data_type,
+                     EXISTS (SELECT 1 FROM anon_catalog_columns b WHERE b.table_key = lower(r.table_name)
+                             AND lower(b.column_name) = lower(r.mask_args['by'])))
             WHEN p.table_name IS NULL THEN 'the table has no policy (anon_policies)'
             WHEN p.undeclared IS NULL OR p.undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
        END AS problem
@@ -88,7 +99,7 @@ FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name)
 
 -- What the declarations of one table amount to, as text: changes when any of them changes.
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
-    md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize), chr(10) ORDER BY column_name)
+    md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize, mask, mask_args::VARCHAR), chr(10) ORDER BY column_name)
                   FROM anon_column_roles WHERE table_name = tn), '')
         || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared)
                                 FROM anon_policies WHERE table_name = tn), ''));
@@ -135,6 +146,20 @@ CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
                       FROM (SELECT typeof(COLUMNS(* EXCLUDE (__anon_one)))
                             FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)))));
 
+-- How one declared column is released, as SQL text over the relation `relation_sql` (a quoted alias), or
+-- NULL when it is left out: quasi-identifiers (as the relation holds them), sensitive and insensitive
+-- columns as they are, pseudonymized identifiers as keyed pseudonyms, masked columns masked
+-- (anon_mask_sql, sql/69_masking.sql); other identifiers are left out. anonymized() and the masked copy of a
+-- database (sql/77_masked_copy.sql) both release columns by this rule.
+CREATE OR REPLACE MACRO anon_released_column_sql(relation_sql, column_name, data_type, role, pseudonymize, mask, mask_args, key_name) AS
+    CASE WHEN role IN ('quasi_identifier', 'sensitive', 'insensitive') THEN relation_sql || '.' || anon_sql_identifier(column_name)
+         WHEN role = 'identifier' AND pseudonymize
+              THEN 'anon_pseudonym(' || relation_sql || '.' || anon_sql_identifier(column_name) || ', ' || anon_sql_literal(key_name)
+                   || ') AS ' || anon_sql_identifier(column_name)
+         WHEN role = 'masked'
+              THEN anon_mask_sql(relation_sql, column_name, data_type, mask, mask_args, key_name) || ' AS ' || anon_sql_identifier(column_name)
+    END;
+
 -- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
 -- sensitive and insensitive columns, pseudonymized identifiers. Other identifiers are left out.
@@ -150,7 +175,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn, person_column := NULL, relation := N
     policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
     table_columns AS (  -- the table's columns with their declarations, if any
         SELECT c.column_name, min(c.column_index) AS place, any_value(c.data_type) AS type, any_value(r.role) AS role,
-               any_value(r.pseudonymize) AS pseudonymize
+               any_value(r.pseudonymize) AS pseudonymize, any_value(r.mask) AS mask, any_value(r.mask_args) AS mask_args
         FROM anon_catalog_columns c LEFT JOIN roles r ON lower(r.column_name) = lower(c.column_name)
         WHERE c.table_key = lower(tn) GROUP BY c.column_name),
     parts AS (
@@ -162,12 +187,9 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn, person_column := NULL, relation := N
     released AS (
         -- qualified by an alias naming the release, so that a column gone from the table fails to bind with
         -- DuckDB's 'Values list "anonymized('t')" does not have a column named "c"'
-        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier('anonymized(''' || tn || ''')') || '.'
-                                               || anon_sql_identifier(column_name) || ', ' || anon_sql_literal((SELECT key_name FROM policy))
-                                               || ') AS ' || anon_sql_identifier(column_name)
-                         ELSE anon_sql_identifier('anonymized(''' || tn || ''')') || '.' || anon_sql_identifier(column_name) END
-                    ORDER BY place)
-                   FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive') OR pseudonymize) AS select_list,
+        SELECT list(anon_released_column_sql(anon_sql_identifier('anonymized(''' || tn || ''')'), column_name, type, role,
+                                             pseudonymize, mask, mask_args, (SELECT key_name FROM policy)) ORDER BY place)
+                   FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive', 'masked') OR pseudonymize) AS select_list,
                list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared,
                '[' || array_to_string(list('{''name'': ' || anon_sql_literal(column_name) || ', ''place'': ' || place
                                            || ', ''type'': ' || anon_sql_literal(type) || '}' ORDER BY place)

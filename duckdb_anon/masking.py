@@ -17,7 +17,7 @@ import importlib
 import duckdb
 
 LOCALES = ("en_US", "fr_FR")  # what load_fake_values() loads by default; any Faker locale with a person provider works
-POOL_SIZE = 2000  # generated phones, addresses and companies per locale (before removing repeats)
+POOL_SIZE = 1000  # generated phones, addresses and companies per locale (before removing repeats)
 POOL_SEED = 0
 KINDS = ("first_name", "last_name", "email_domain", "phone", "address", "company")
 

@@ -13,6 +13,7 @@ tables still joins, and a person's fake name is the same in every table of the c
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import duckdb
@@ -108,6 +109,25 @@ def _load_pools(con: duckdb.DuckDBPyConnection) -> None:
         load_fake_values(con, locales)
 
 
+def _set_keys(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]], keys) -> None:
+    """Set the pseudonym key of every policy whose table the copy pseudonymizes or masks with a key; a key
+    missing is refused before anything is written."""
+    from duckdb_anon.roles import DeclarationError, set_pseudonym_key
+
+    needed = con.execute(
+        "SELECT key_name, string_agg(DISTINCT table_name, ', ' ORDER BY table_name) FROM anon_roles "
+        "WHERE list_contains(?, table_name) AND key_name IS NOT NULL AND (pseudonymize OR (role = 'masked' AND anon_mask_spec(mask).keyed)) "
+        "GROUP BY key_name ORDER BY key_name", [[t[2] for t in tables]]).fetchall()
+    for key_name, users in needed:
+        key = keys(key_name) if callable(keys) else (keys or {}).get(key_name)
+        if key is None:
+            raise CopyError(f"masked_copy(): argument 'keys': no key for key_name {key_name!r} (used by {users})")
+        try:
+            set_pseudonym_key(con, key_name, key)
+        except DeclarationError as exc:
+            raise CopyError(f"masked_copy(): argument 'keys': the key for {key_name!r}: {str(exc).split(': ', 1)[1]}") from None
+
+
 def _plan(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]]) -> list[tuple]:
     """Every column's fate, after refusing the whole copy if any table cannot be copied (naming each table
     and column at fault), so that a refused copy writes nothing."""
@@ -124,51 +144,59 @@ def _plan(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]]) ->
     return rows
 
 
-def masked_copy(source_path, target_path, *, replace: bool = False, keys: dict[str, str] | None = None,
+def masked_copy(source_path, target_path, *, replace: bool = False, keys=None,
                 tables: list[str] | None = None, progress=None) -> list[dict]:
     """Write a masked copy of the DuckDB file `source_path` to `target_path`; returns what each column became.
 
     Every table of the source (or those named in `tables`) is written with its declarations applied (see
     the module docstring); the copy also holds the table ``anon_copy_summary`` (table, column, role, what
-    it became). `keys` maps each policy's key_name to its pseudonym key (from new_pseudonym_key()); it is
-    set for this copy only and never written. The source is opened read-only and never changed; the copy is
-    written to a temporary file renamed into place at the end, so a refused or failed copy leaves no
-    target. An existing target is refused unless `replace`. `progress`: anything with a ``step(text)``
-    method (the CLI's progress line)."""
-    from duckdb_anon import connect, set_pseudonym_key
-    from duckdb_anon.commands.files import written_atomically
+    it became). `keys` maps each policy's key_name to its pseudonym key (from new_pseudonym_key()), as a
+    dict or a function of the key name; a key is set for this copy only and never written. The source is
+    opened read-only and never changed; the copy is written to a temporary file renamed into place at the
+    end, so a refused or failed copy leaves no target. An existing target is refused unless `replace`. `progress`: a function of the working
+    connection returning a context manager whose value has a ``step(text)`` method (the CLI passes its
+    progress line, which polls that connection)."""
+    from duckdb_anon import connect
 
     source, target = _paths(source_path, target_path, replace)
     con = connect()
     try:
         package_tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         _attach_source(con, source)
-        step = progress.step if progress is not None else (lambda text: None)
-        step(f"reading the declarations of {source}")
-        _copy_catalog(con, package_tables)
-        for key_name, key in (keys or {}).items():
-            set_pseudonym_key(con, key_name, key)
-        selected = _tables(con, package_tables, tables)
-        _views(con, selected)
-        _load_pools(con)
-        plan = _plan(con, selected)
-        with written_atomically(target, "target_path", force=replace) as temporary:
-            try:
-                con.execute(f"ATTACH ? AS {TARGET}", [str(temporary)])
-                for schema, table, name in selected:
-                    step(f"copying {name}")
-                    quoted = f"{sql_identifier(con, schema)}.{sql_identifier(con, table)}"
-                    if schema != "main":
-                        con.execute(f"CREATE SCHEMA IF NOT EXISTS {TARGET}.{sql_identifier(con, schema)}")
-                    select = con.execute("SELECT anon_copy_sql(?, ?, ?)", [name, schema, table]).fetchall()[0][0]
-                    con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {select}")
-                con.execute(f"CREATE OR REPLACE TABLE {TARGET}.main.{SUMMARY_TABLE} (schema_name VARCHAR, table_name VARCHAR, "
-                            "declared_as VARCHAR, column_name VARCHAR, role VARCHAR, became VARCHAR)")
-                con.executemany(f"INSERT INTO {TARGET}.main.{SUMMARY_TABLE} VALUES (?, ?, ?, ?, ?, ?)", plan)
-            finally:  # detached (checkpointed and closed) before the rename, or before removal on failure
-                con.execute(f"DETACH DATABASE IF EXISTS {TARGET}")
-                Path(f"{temporary}.wal").unlink(missing_ok=True)
-        fields = ("schema_name", "table_name", "declared_as", "column_name", "role", "became")
-        return [dict(zip(fields, row)) for row in plan]
+        with progress(con) if progress is not None else nullcontext() as shown:
+            return _copy(con, source, target, replace, keys, tables, package_tables,
+                         shown.step if shown is not None else (lambda text: None))
     finally:
         con.close()
+
+
+def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: bool, keys, tables, package_tables: set[str],
+          step) -> list[dict]:
+    """The copy itself, on a working connection with the source attached: checks first, then the writes."""
+    from duckdb_anon.commands.files import written_atomically
+
+    step(f"reading the declarations of {source}")
+    _copy_catalog(con, package_tables)
+    selected = _tables(con, package_tables, tables)
+    _set_keys(con, selected, keys)
+    _views(con, selected)
+    _load_pools(con)
+    plan = _plan(con, selected)
+    with written_atomically(target, "target_path", force=replace) as temporary:
+        try:
+            con.execute(f"ATTACH ? AS {TARGET}", [str(temporary)])
+            for schema, table, name in selected:
+                step(f"copying {name}")
+                quoted = f"{sql_identifier(con, schema)}.{sql_identifier(con, table)}"
+                if schema != "main":
+                    con.execute(f"CREATE SCHEMA IF NOT EXISTS {TARGET}.{sql_identifier(con, schema)}")
+                select = con.execute("SELECT anon_copy_sql(?, ?, ?)", [name, schema, table]).fetchall()[0][0]
+                con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {select}")
+            con.execute(f"CREATE TABLE {TARGET}.main.{SUMMARY_TABLE} (schema_name VARCHAR, table_name VARCHAR, "
+                        "declared_as VARCHAR, column_name VARCHAR, role VARCHAR, became VARCHAR)")
+            con.executemany(f"INSERT INTO {TARGET}.main.{SUMMARY_TABLE} VALUES (?, ?, ?, ?, ?, ?)", plan)
+        finally:  # detached (checkpointed and closed) before the rename, or before removal on failure
+            con.execute(f"DETACH DATABASE IF EXISTS {TARGET}")
+            Path(f"{temporary}.wal").unlink(missing_ok=True)
+    fields = ("schema_name", "table_name", "declared_as", "column_name", "role", "became")
+    return [dict(zip(fields, row)) for row in plan]

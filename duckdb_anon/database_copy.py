@@ -131,17 +131,15 @@ def _set_keys(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]]
 def _plan(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]]) -> list[tuple]:
     """Every column's fate, after refusing the whole copy if any table cannot be copied (naming each table
     and column at fault), so that a refused copy writes nothing."""
-    rows, problems = [], []
-    for schema, table, name in tables:
-        columns = con.execute("SELECT table_name, column_name, role, became, problem, expression FROM anon_copy_columns(?)",
-                              [name]).fetchall()
-        problems += sorted({f"table {name!r}: {problem}" for *_, problem, _ in columns if problem is not None})
-        if not problems and all(expression is None for *_, expression in columns):
-            problems.append(f"table {name!r}: every column is left out")
-        rows += [(schema, table) + row[:4] for row in columns]
+    columns = con.execute("SELECT table_name, column_name, role, became, problem, expression FROM anon_copy_columns(?)",
+                          [[name for *_, name in tables]]).fetchall()
+    problems = sorted({f"table {row[0]!r}: {row[4]}" for row in columns if row[4] is not None})
+    problems += [f"table {name!r}: every column is left out" for *_, name in tables
+                 if not problems and all(row[5] is None for row in columns if row[0] == name)]
     if problems:
         raise CopyError("masked_copy(): refused, nothing was written: " + "; ".join(problems))
-    return rows
+    where = {name: (schema, table) for schema, table, name in tables}
+    return [where[row[0]] + row[:4] for row in columns]
 
 
 def masked_copy(source_path, target_path, *, replace: bool = False, keys=None,
@@ -182,6 +180,9 @@ def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: b
     _views(con, selected)
     _load_pools(con)
     plan = _plan(con, selected)
+    statements = dict(con.execute("SELECT table_name, select_sql FROM anon_copy_statements(?)",
+                                  [[{"declared": name, "schema": schema, "name": table} for schema, table, name in selected]]
+                                  ).fetchall())
     with written_atomically(target, "target_path", force=replace) as temporary:
         try:
             con.execute(f"ATTACH ? AS {TARGET}", [str(temporary)])
@@ -190,8 +191,7 @@ def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: b
                 quoted = f"{sql_identifier(con, schema)}.{sql_identifier(con, table)}"
                 if schema != "main":
                     con.execute(f"CREATE SCHEMA IF NOT EXISTS {TARGET}.{sql_identifier(con, schema)}")
-                select = con.execute("SELECT anon_copy_sql(?, ?, ?)", [name, schema, table]).fetchall()[0][0]
-                con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {select}")
+                con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {statements[name]}")
             con.execute(f"CREATE TABLE {TARGET}.main.{SUMMARY_TABLE} (schema_name VARCHAR, table_name VARCHAR, "
                         "declared_as VARCHAR, column_name VARCHAR, role VARCHAR, became VARCHAR)")
             con.executemany(f"INSERT INTO {TARGET}.main.{SUMMARY_TABLE} VALUES (?, ?, ?, ?, ?, ?)", plan)

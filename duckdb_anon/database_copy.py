@@ -116,7 +116,7 @@ def _set_keys(con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str, str]]
 
     needed = con.execute(
         "SELECT key_name, string_agg(DISTINCT table_name, ', ' ORDER BY table_name) FROM anon_roles "
-        "WHERE list_contains(?, table_name) AND key_name IS NOT NULL AND (pseudonymize OR (role = 'masked' AND anon_mask_spec(mask).keyed)) "
+        "WHERE list_contains(?, table_name) AND key_name IS NOT NULL AND (pseudonymize OR (role = 'masked' AND mask_spec.keyed)) "
         "GROUP BY key_name ORDER BY key_name", [[t[2] for t in tables]]).fetchall()
     for key_name, users in needed:
         key = keys(key_name) if callable(keys) else (keys or {}).get(key_name)

@@ -77,10 +77,11 @@ def _check_mask(con: duckdb.DuckDBPyConnection, table: str, column: str, mask: s
     """Refuse a masked declaration anon_mask_problem() objects to, at once rather than at the next apply
     (a key name stands in for the policy's, which may be set later)."""
     problem = con.execute(
-        "SELECT anon_mask_problem(?, CASE WHEN ?::VARCHAR[] IS NOT NULL THEN map(?::VARCHAR[], ?::VARCHAR[]) END, 'key', "
+        "SELECT anon_mask_problem(?, s, CASE WHEN ?::VARCHAR[] IS NOT NULL THEN map(?::VARCHAR[], ?::VARCHAR[]) END, 'key', "
         "(SELECT any_value(data_type) FROM anon_catalog_columns WHERE table_key = lower(?) AND lower(column_name) = lower(?)), "
-        "EXISTS (SELECT 1 FROM anon_catalog_columns WHERE table_key = lower(?) AND lower(column_name) = lower(?)))",
-        [mask, keys, keys, values, table, column, table, dict(zip(keys or [], values or [])).get("by")]).fetchall()[0][0]
+        "EXISTS (SELECT 1 FROM anon_catalog_columns WHERE table_key = lower(?) AND lower(column_name) = lower(?))) "
+        "FROM (SELECT 1) AS one LEFT JOIN anon_mask_specs s ON s.name = ?",
+        [mask, keys, keys, values, table, column, table, dict(zip(keys or [], values or [])).get("by"), mask]).fetchall()[0][0]
     if problem is not None:
         known = con.execute("SELECT list_contains(anon_mask_names(), ?)", [mask]).fetchall()[0][0]
         raise DeclarationError(f"declare_role(): argument '{'mask_args' if known else 'mask'}': {problem}")

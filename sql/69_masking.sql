@@ -144,38 +144,30 @@ CREATE OR REPLACE MACRO anon_date_trunc(value, unit) AS
 -- MAP(VARCHAR, VARCHAR)); anon_mask_sql() turns them into a call of the macro above. Per mask: the macro,
 -- its required arguments and their types (in call order), optional named arguments, whether it needs the
 -- policy's key, whether it takes 'by' (the column naming the person: 'no', 'optional' or 'required'), the
--- column types it fits ('any', 'numeric', 'temporal', 'text'), and whether the result is cast back to the
--- column's type (noise keeps an INTEGER an INTEGER).
+-- column types it fits ('any', 'numeric', 'temporal'), whether the result is cast back to the column's
+-- type (noise keeps an INTEGER an INTEGER), whether the column's name salts it, and whether it takes the
+-- whole row (the shuffle). A view, joined by the declarations, so that each is bound once.
+CREATE OR REPLACE VIEW anon_mask_specs AS
+SELECT * FROM (VALUES
+    ('first_name', 'anon_fake_first_name', []::VARCHAR[], []::VARCHAR[], ['locale'], true, 'optional', 'any', false, false, false),
+    ('last_name', 'anon_fake_last_name', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('name', 'anon_fake_name', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('email', 'anon_fake_email', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('phone', 'anon_fake_phone', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('address', 'anon_fake_address', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('company', 'anon_fake_company', [], [], ['locale'], true, 'optional', 'any', false, false, false),
+    ('partial', 'anon_partial', ['prefix', 'padding', 'suffix'], ['INTEGER', 'VARCHAR', 'INTEGER'], [], false, 'no', 'any', false, false, false),
+    ('noise', 'anon_noise', ['ratio'], ['DOUBLE'], [], true, 'optional', 'numeric', true, true, false),
+    ('date_noise', 'anon_date_noise', ['days'], ['INTEGER'], [], true, 'optional', 'temporal', true, true, false),
+    ('date_shift', 'anon_date_shift', ['days'], ['INTEGER'], [], true, 'required', 'temporal', true, false, false),
+    ('shuffle', 'anon_shuffle', [], [], [], true, 'no', 'any', false, false, true),
+    ('range', 'anon_range', ['width'], ['DOUBLE'], [], false, 'no', 'numeric', false, false, false),
+    ('date_trunc', 'anon_date_trunc', ['unit'], ['VARCHAR'], [], false, 'no', 'temporal', true, false, false))
+    AS t(name, macro, params, types, options, keyed, person_arg, fits, cast_back, salted, row_key);
+
 CREATE OR REPLACE MACRO anon_mask_names() AS
     ['first_name', 'last_name', 'name', 'email', 'phone', 'address', 'company', 'partial', 'noise', 'date_noise',
      'date_shift', 'shuffle', 'range', 'date_trunc'];
-
-CREATE OR REPLACE MACRO anon_mask_spec(mask) AS
-    CASE WHEN mask IN ('first_name', 'last_name', 'name', 'email', 'phone', 'address', 'company')
-         THEN {'macro': 'anon_fake_' || mask, 'params': []::VARCHAR[], 'types': []::VARCHAR[], 'options': ['locale'],
-               'keyed': true, 'by': 'optional', 'fits': 'any', 'cast_back': false, 'salted': false, 'row_key': false}
-         WHEN mask = 'partial'
-         THEN {'macro': 'anon_partial', 'params': ['prefix', 'padding', 'suffix'], 'types': ['INTEGER', 'VARCHAR', 'INTEGER'],
-               'options': []::VARCHAR[], 'keyed': false, 'by': 'no', 'fits': 'any', 'cast_back': false, 'salted': false, 'row_key': false}
-         WHEN mask = 'noise'
-         THEN {'macro': 'anon_noise', 'params': ['ratio'], 'types': ['DOUBLE'], 'options': []::VARCHAR[],
-               'keyed': true, 'by': 'optional', 'fits': 'numeric', 'cast_back': true, 'salted': true, 'row_key': false}
-         WHEN mask = 'date_noise'
-         THEN {'macro': 'anon_date_noise', 'params': ['days'], 'types': ['INTEGER'], 'options': []::VARCHAR[],
-               'keyed': true, 'by': 'optional', 'fits': 'temporal', 'cast_back': true, 'salted': true, 'row_key': false}
-         WHEN mask = 'date_shift'
-         THEN {'macro': 'anon_date_shift', 'params': ['days'], 'types': ['INTEGER'], 'options': []::VARCHAR[],
-               'keyed': true, 'by': 'required', 'fits': 'temporal', 'cast_back': true, 'salted': false, 'row_key': false}
-         WHEN mask = 'shuffle'
-         THEN {'macro': 'anon_shuffle', 'params': []::VARCHAR[], 'types': []::VARCHAR[], 'options': []::VARCHAR[],
-               'keyed': true, 'by': 'no', 'fits': 'any', 'cast_back': false, 'salted': false, 'row_key': true}
-         WHEN mask = 'range'
-         THEN {'macro': 'anon_range', 'params': ['width'], 'types': ['DOUBLE'], 'options': []::VARCHAR[],
-               'keyed': false, 'by': 'no', 'fits': 'numeric', 'cast_back': false, 'salted': false, 'row_key': false}
-         WHEN mask = 'date_trunc'
-         THEN {'macro': 'anon_date_trunc', 'params': ['unit'], 'types': ['VARCHAR'], 'options': []::VARCHAR[],
-               'keyed': false, 'by': 'no', 'fits': 'temporal', 'cast_back': true, 'salted': false, 'row_key': false}
-    END;
 
 -- Does a column type (as duckdb_columns() spells it) fit a mask? Only these exact spellings are ever
 -- pasted into a CAST by anon_mask_sql().
@@ -186,52 +178,55 @@ CREATE OR REPLACE MACRO anon_mask_fits(fits, data_type) AS
               WHEN 'temporal' THEN regexp_full_match(data_type, '(DATE|TIMESTAMP|TIMESTAMP WITH TIME ZONE|TIMESTAMP_S|TIMESTAMP_MS|TIMESTAMP_NS)')
     END;
 
--- What is wrong with a masked declaration, or NULL. `has_by`: whether mask_args['by'] names a column of
--- the table; `data_type`: the masked column's type.
-CREATE OR REPLACE MACRO anon_mask_problem(mask, args, key_name, data_type, has_by) AS
-    CASE WHEN mask IS NULL THEN 'a masked column needs a mask (one of ' || array_to_string(anon_mask_names(), ', ') || ')'
-         WHEN anon_mask_spec(mask) IS NULL
-              THEN 'mask ''' || mask || ''' is not a masking function (one of ' || array_to_string(anon_mask_names(), ', ') || ')'
-         WHEN len(list_filter(anon_mask_spec(mask).params, lambda p: coalesce(args, MAP {})[p] IS NULL)) > 0
-              THEN 'mask ''' || mask || ''' needs the argument(s) ' || array_to_string(anon_mask_spec(mask).params, ', ')
-                   || ' in mask_args'
-         WHEN len(list_filter(map_keys(coalesce(args, MAP {})), lambda a: NOT list_contains(anon_mask_spec(mask).params || anon_mask_spec(mask).options
-                  || CASE WHEN anon_mask_spec(mask).by = 'no' THEN []::VARCHAR[] ELSE ['by'] END, a))) > 0
-              THEN 'mask ''' || mask || ''' takes no argument(s) '
-                   || array_to_string(list_filter(map_keys(args), lambda a: NOT list_contains(anon_mask_spec(mask).params
-                          || anon_mask_spec(mask).options || CASE WHEN anon_mask_spec(mask).by = 'no' THEN []::VARCHAR[] ELSE ['by'] END, a)), ', ')
-                   || ' (it takes ' || coalesce(nullif(array_to_string(anon_mask_spec(mask).params || anon_mask_spec(mask).options
-                          || CASE WHEN anon_mask_spec(mask).by = 'no' THEN []::VARCHAR[] ELSE ['by'] END, ', '), ''), 'none') || ')'
-         WHEN len(list_filter(list_zip(anon_mask_spec(mask).params, anon_mask_spec(mask).types), lambda p:
-                  (p[2] = 'INTEGER' AND try_cast(args[p[1]] AS INTEGER) IS NULL) OR (p[2] = 'DOUBLE' AND try_cast(args[p[1]] AS DOUBLE) IS NULL))) > 0
-              THEN 'mask ''' || mask || ''': argument(s) ' || array_to_string(list_transform(list_filter(
-                       list_zip(anon_mask_spec(mask).params, anon_mask_spec(mask).types), lambda p:
+-- The arguments a mask takes (`spec`: its row of anon_mask_specs).
+CREATE OR REPLACE MACRO anon_mask_arguments(spec) AS
+    spec.params || spec.options || CASE WHEN spec.person_arg = 'no' THEN []::VARCHAR[] ELSE ['by'] END;
+
+-- The required arguments of a mask that are not numbers where numbers are due, as words.
+CREATE OR REPLACE MACRO anon_mask_bad_numbers(spec, args) AS
+    list_transform(list_filter(list_zip(spec.params, spec.types), lambda p:
                        (p[2] = 'INTEGER' AND try_cast(args[p[1]] AS INTEGER) IS NULL) OR (p[2] = 'DOUBLE' AND try_cast(args[p[1]] AS DOUBLE) IS NULL)),
-                       lambda p: p[1] || ' must be ' || CASE p[2] WHEN 'INTEGER' THEN 'a whole number' ELSE 'a number' END
-                                 || ', got ''' || args[p[1]] || ''''), '; ')
-         WHEN anon_mask_spec(mask).by = 'required' AND args['by'] IS NULL
+                   lambda p: p[1] || ' must be ' || CASE p[2] WHEN 'INTEGER' THEN 'a whole number' ELSE 'a number' END
+                             || ', got ''' || args[p[1]] || '''');
+
+-- What is wrong with a masked declaration, or NULL. `spec`: the mask's row of anon_mask_specs (NULL
+-- fields for an unknown mask); `has_by`: whether mask_args['by'] names a column of the table;
+-- `data_type`: the masked column's type.
+CREATE OR REPLACE MACRO anon_mask_problem(mask, spec, args, key_name, data_type, has_by) AS
+    CASE WHEN mask IS NULL THEN 'a masked column needs a mask (one of ' || array_to_string(anon_mask_names(), ', ') || ')'
+         WHEN spec.macro IS NULL
+              THEN 'mask ''' || mask || ''' is not a masking function (one of ' || array_to_string(anon_mask_names(), ', ') || ')'
+         WHEN len(list_filter(spec.params, lambda p: coalesce(args, MAP {})[p] IS NULL)) > 0
+              THEN 'mask ''' || mask || ''' needs the argument(s) ' || array_to_string(spec.params, ', ') || ' in mask_args'
+         WHEN len(list_filter(map_keys(coalesce(args, MAP {})), lambda a: NOT list_contains(anon_mask_arguments(spec), a))) > 0
+              THEN 'mask ''' || mask || ''' takes no argument(s) '
+                   || array_to_string(list_filter(map_keys(args), lambda a: NOT list_contains(anon_mask_arguments(spec), a)), ', ')
+                   || ' (it takes ' || coalesce(nullif(array_to_string(anon_mask_arguments(spec), ', '), ''), 'none') || ')'
+         WHEN len(anon_mask_bad_numbers(spec, args)) > 0
+              THEN 'mask ''' || mask || ''': argument(s) ' || array_to_string(anon_mask_bad_numbers(spec, args), '; ')
+         WHEN spec.person_arg = 'required' AND args['by'] IS NULL
               THEN 'mask ''' || mask || ''' needs mask_args[''by'']: the column naming the person (one offset per person)'
          WHEN args['by'] IS NOT NULL AND NOT has_by THEN 'mask_args[''by'']: the table has no column ''' || args['by'] || ''''
-         WHEN NOT anon_mask_fits(anon_mask_spec(mask).fits, data_type)
-              THEN 'mask ''' || mask || ''' is for ' || anon_mask_spec(mask).fits || ' columns, not ' || data_type
-         WHEN anon_mask_spec(mask).keyed AND key_name IS NULL THEN 'mask ''' || mask || ''' needs the policy''s key_name'
+         WHEN NOT anon_mask_fits(spec.fits, data_type)
+              THEN 'mask ''' || mask || ''' is for ' || spec.fits || ' columns, not ' || data_type
+         WHEN spec.keyed AND key_name IS NULL THEN 'mask ''' || mask || ''' needs the policy''s key_name'
     END;
 
 -- The SQL expression that masks column `column_name` (of type data_type) of the relation named by
 -- `relation_sql` (SQL text: a quoted alias), for a declaration with no problem: a call of the mask's macro
 -- with the declared arguments as quoted literals, the key's name, the person's column, the column's name
--- as salt and, for a shuffle, the whole row.
-CREATE OR REPLACE MACRO anon_mask_sql(relation_sql, column_name, data_type, mask, args, key_name) AS
-    CASE WHEN anon_mask_spec(mask).cast_back THEN 'CAST(' ELSE '' END
-    || anon_mask_spec(mask).macro || '(' || relation_sql || '.' || anon_sql_identifier(column_name)
-    || array_to_string(list_transform(list_zip(anon_mask_spec(mask).params, anon_mask_spec(mask).types), lambda p:
+-- as salt and, for a shuffle, the whole row. `spec`: the mask's row of anon_mask_specs.
+CREATE OR REPLACE MACRO anon_mask_sql(relation_sql, column_name, data_type, spec, args, key_name) AS
+    CASE WHEN spec.cast_back THEN 'CAST(' ELSE '' END
+    || spec.macro || '(' || relation_sql || '.' || anon_sql_identifier(column_name)
+    || array_to_string(list_transform(list_zip(spec.params, spec.types), lambda p:
            ', CAST(' || anon_sql_literal(args[p[1]]) || ' AS ' || p[2] || ')'), '')
-    || CASE WHEN anon_mask_spec(mask).keyed THEN ', ' || anon_sql_literal(key_name) ELSE '' END
-    || CASE WHEN anon_mask_spec(mask).row_key THEN ', ' || relation_sql ELSE '' END
+    || CASE WHEN spec.keyed THEN ', ' || anon_sql_literal(key_name) ELSE '' END
+    || CASE WHEN spec.row_key THEN ', ' || relation_sql ELSE '' END
     || CASE WHEN args['by'] IS NULL THEN ''
-            WHEN anon_mask_spec(mask).by = 'required' THEN ', ' || relation_sql || '.' || anon_sql_identifier(args['by'])
+            WHEN spec.person_arg = 'required' THEN ', ' || relation_sql || '.' || anon_sql_identifier(args['by'])
             ELSE ', person := ' || relation_sql || '.' || anon_sql_identifier(args['by']) END
-    || array_to_string(list_transform(list_filter(anon_mask_spec(mask).options, lambda o: args[o] IS NOT NULL), lambda o:
+    || array_to_string(list_transform(list_filter(spec.options, lambda o: args[o] IS NOT NULL), lambda o:
            ', ' || o || ' := ' || anon_sql_literal(args[o])), '')
-    || CASE WHEN anon_mask_spec(mask).salted THEN ', salt := ' || anon_sql_literal(column_name) ELSE '' END
-    || ')' || CASE WHEN anon_mask_spec(mask).cast_back THEN ' AS ' || data_type || ')' ELSE '' END;
+    || CASE WHEN spec.salted THEN ', salt := ' || anon_sql_literal(column_name) ELSE '' END
+    || ')' || CASE WHEN spec.cast_back THEN ' AS ' || data_type || ')' ELSE '' END;

@@ -31,7 +31,7 @@ SELECT c.tn AS table_name, c.column_name, c.place, c.data_type, r.role, r.mask, 
             WHEN r.role = 'identifier' THEN 'dropped: identifier'
             WHEN r.role = 'masked' THEN 'masked: ' || r.mask || coalesce(' ' || r.mask_args::VARCHAR, '')
             ELSE 'copied as it is: ' || r.role END AS became,
-       anon_released_column_sql('"__anon_row"', c.column_name, c.data_type, r.role, r.pseudonymize, r.mask, r.mask_args,
+       anon_released_column_sql('"__anon_row"', c.column_name, c.data_type, r.role, r.pseudonymize, r.mask_spec, r.mask_args,
                                 p.key_name) AS expression
 FROM table_columns c LEFT JOIN declared r ON r.table_name = c.tn AND lower(r.column_name) = lower(c.column_name)
      LEFT JOIN policy p ON p.tn = c.tn LEFT JOIN invalid i ON i.tn = c.tn

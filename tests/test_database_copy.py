@@ -12,7 +12,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.database_copy import CopyError, masked_copy
-from test_roles import KEY, OTHER_KEY
+from test_roles import KEY, OTHER_KEY, expected_pseudonym as pseudonym
 
 RX = "pre scriptions 'rx'"  # a table name with a space and quotes
 DRUG = 'dr"ug name'  # a column name with a double quote and a space
@@ -61,11 +61,6 @@ def make_clinic(path, undeclared: str = "error"):
                     [(table, undeclared) for table in declarations])
     con.close()
     return path
-
-
-def pseudonym(key, value):
-    inner = hashlib.sha256((key + str(value)).encode()).hexdigest()
-    return hashlib.sha256((key + inner).encode()).hexdigest()[:32]
 
 
 def file_digest(path):

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     roles.add_commands(sub)
     database.add_commands(sub)
     dp.add_commands(sub)
+    from duckdb_anon.commands import copy as copy_command  # imports its work inside the command
+    copy_command.add_commands(sub)
     return parser
 
 

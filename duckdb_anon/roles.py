@@ -15,7 +15,7 @@ import duckdb
 
 from duckdb_anon._install import sql_files
 
-ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive")
+ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive", "masked")
 
 
 class DeclarationError(ValueError):
@@ -31,8 +31,13 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
 
 
 def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: str, *,
-                 hierarchy: str | None = None, pseudonymize: bool = False) -> None:
-    """Declare `column` of `table` as one of ROLES. A column has one role: declaring another is an error."""
+                 hierarchy: str | None = None, pseudonymize: bool = False, mask: str | None = None,
+                 mask_args: dict | None = None) -> None:
+    """Declare `column` of `table` as one of ROLES. A column has one role: declaring another is an error.
+
+    A 'masked' column names its masking function in `mask` ('name', 'email', 'partial', 'date_shift', ...:
+    docs/masking.md) and its arguments in `mask_args` (values as text or numbers; 'by' names the column
+    identifying the person). The rule checking them is the SQL macro anon_mask_problem's."""
     if role not in ROLES:
         raise DeclarationError(f"declare_role(): argument 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     columns = _columns(con, table)
@@ -43,13 +48,63 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
         raise DeclarationError("declare_role(): argument 'hierarchy' is for quasi_identifier columns only")
     if pseudonymize and role != "identifier":
         raise DeclarationError("declare_role(): argument 'pseudonymize' is for identifier columns only")
+    if (mask is not None or mask_args is not None) and role != "masked":
+        raise DeclarationError("declare_role(): arguments 'mask' and 'mask_args' are for masked columns only")
+    keys, values = _mask_args(mask_args)
+    if role == "masked":
+        _check_mask(con, table, column, mask, keys, values)
     existing = con.execute("SELECT column_name, role FROM anon_column_roles WHERE table_name = ? AND lower(column_name) = lower(?)",
                            [table, column]).fetchall()
     if existing:
         raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
                                f"{existing[0][1]}; delete that row of anon_column_roles first")
-    con.execute("INSERT INTO anon_column_roles (table_name, column_name, role, hierarchy, pseudonymize) VALUES (?, ?, ?, ?, ?)",
-                [table, column, role, hierarchy, pseudonymize])
+    con.execute("INSERT INTO anon_column_roles (table_name, column_name, role, hierarchy, pseudonymize, mask, mask_args) "
+                "VALUES (?, ?, ?, ?, ?, ?, CASE WHEN ?::VARCHAR[] IS NOT NULL THEN map(?::VARCHAR[], ?::VARCHAR[]) END)",
+                [table, column, role, hierarchy, pseudonymize, mask, keys, keys, values])
+
+
+def _mask_args(mask_args: dict | None) -> tuple[list[str] | None, list[str] | None]:
+    """The keys and values of `mask_args` as text, for a MAP(VARCHAR, VARCHAR)."""
+    if mask_args is None:
+        return None, None
+    if not isinstance(mask_args, dict) or not all(isinstance(k, str) for k in mask_args):
+        raise DeclarationError("declare_role(): argument 'mask_args' must be a dict of argument names to values")
+    return list(mask_args), [None if v is None else str(v) for v in mask_args.values()]
+
+
+def _check_mask(con: duckdb.DuckDBPyConnection, table: str, column: str, mask: str | None,
+                keys: list[str] | None, values: list[str] | None) -> None:
+    """Refuse a masked declaration anon_mask_problem() objects to, at once rather than at the next apply
+    (a key name stands in for the policy's, which may be set later)."""
+    problem = con.execute(
+        "SELECT anon_mask_problem(?, s, CASE WHEN ?::VARCHAR[] IS NOT NULL THEN map(?::VARCHAR[], ?::VARCHAR[]) END, 'key', "
+        "(SELECT any_value(data_type) FROM anon_catalog_columns WHERE table_key = lower(?) AND lower(column_name) = lower(?)), "
+        "EXISTS (SELECT 1 FROM anon_catalog_columns WHERE table_key = lower(?) AND lower(column_name) = lower(?))) "
+        "FROM (SELECT 1) AS one LEFT JOIN anon_mask_specs s ON s.name = ?",
+        [mask, keys, keys, values, table, column, table, dict(zip(keys or [], values or [])).get("by"), mask]).fetchall()[0][0]
+    if problem is not None:
+        known = con.execute("SELECT list_contains(anon_mask_names(), ?)", [mask]).fetchall()[0][0]
+        raise DeclarationError(f"declare_role(): argument '{'mask_args' if known else 'mask'}': {problem}")
+
+
+def set_aside_old_role_catalog(con: duckdb.DuckDBPyConnection) -> bool:
+    """Before install creates the catalog: a database made before the masked role has an anon_column_roles
+    whose CHECK constraint refuses 'masked', and DuckDB cannot alter a constraint. Its rows are set aside
+    in a temporary table and the table dropped, so install creates it anew; restore_role_catalog() puts the
+    rows back. Returns whether it did (inside install's transaction: all or nothing)."""
+    old = con.execute("SELECT count(*) FROM duckdb_constraints() WHERE database_name = current_database() "
+                      "AND schema_name = current_schema() AND table_name = 'anon_column_roles' AND constraint_type = 'CHECK' "
+                      "AND contains(expression, 'insensitive') AND NOT contains(expression, 'masked')").fetchall()[0][0]
+    if old:
+        con.execute("CREATE OR REPLACE TEMP TABLE __anon_old_column_roles AS SELECT * FROM anon_column_roles")
+        con.execute("DROP TABLE anon_column_roles")
+    return bool(old)
+
+
+def restore_role_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """The declarations set_aside_old_role_catalog() kept, back in the new anon_column_roles."""
+    con.execute("INSERT INTO anon_column_roles BY NAME SELECT * FROM __anon_old_column_roles")
+    con.execute("DROP TABLE __anon_old_column_roles")
 
 
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,

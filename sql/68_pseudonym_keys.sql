@@ -34,17 +34,25 @@ CREATE OR REPLACE MACRO anon_key_problem(key) AS
                    || 'make one with duckdb_anon.new_pseudonym_key() or duckdb-anon new-key'
     END;
 
--- Keyed pseudonym (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 32 hex digits.
--- The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name> = '...', so it is never
--- written to the database file; a key anon_key_problem() objects to is refused on every read. Same key and
--- value give the same pseudonym in every table.
-CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
+-- The keyed digest of a value (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 64
+-- hex digits, or NULL for NULL. The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name>
+-- = '...', so it is never written to the database file; a missing key, or one anon_key_problem() objects
+-- to, is refused on every read with an error naming `caller`. Pseudonyms and the keyed masking functions
+-- (sql/69_masking.sql) all derive from it: same key and value, same digest in every table.
+-- The digest itself, without the checks (for window orderings, which take no error()): use anon_keyed_digest.
+CREATE OR REPLACE MACRO anon_keyed_hmac(key, value) AS sha256(key || sha256(key || value));
+
+CREATE OR REPLACE MACRO anon_keyed_digest(value, key_name, caller) AS
     CASE WHEN value IS NULL THEN NULL
+         WHEN key_name IS NULL THEN error(caller || ': argument ''key_name'' is NULL: name the pseudonym key')
          WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
-         THEN error('anonymized(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
+         THEN error(caller || ': no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
                     || ' = ''<secret>'' (or duckdb_anon.set_pseudonym_key) first')
          WHEN anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR) IS NOT NULL
-         THEN error('anonymized(): the pseudonym key duckdb_anon_key_' || key_name || ' '
+         THEN error(caller || ': the pseudonym key duckdb_anon_key_' || key_name || ' '
                     || anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR))
-         ELSE left(sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR
-                          || sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR || value::VARCHAR)), 32) END;
+         ELSE anon_keyed_hmac(getvariable('duckdb_anon_key_' || key_name)::VARCHAR, value::VARCHAR) END;
+
+-- Keyed pseudonym: the first 32 hex digits of the keyed digest. Same key and value give the same
+-- pseudonym in every table.
+CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS left(anon_keyed_digest(value, key_name, 'anonymized()'), 32);

@@ -22,11 +22,13 @@
 CREATE TABLE IF NOT EXISTS anon_column_roles (
     table_name   VARCHAR NOT NULL,  -- as query_table() reads it: 'patients', 'clinic.patients'
     column_name  VARCHAR NOT NULL,
-    role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
+    role         VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive', 'masked')),
     hierarchy    VARCHAR,           -- quasi_identifier only: the hierarchy table generalizing it
     pseudonymize BOOLEAN NOT NULL DEFAULT false,  -- identifier only: keyed pseudonym instead of dropping it
     column_index INTEGER,           -- the column's place and type when the declaration was first applied (left
     data_type    VARCHAR,           -- NULL by the user; filled by the apply): later applies and reads hold to them
+    mask         VARCHAR,           -- masked only: the masking function (anon_mask_names(), sql/69_masking.sql)
+    mask_args    MAP(VARCHAR, VARCHAR),  -- masked only: its arguments, e.g. MAP {'by': 'patient_id', 'locale': 'fr_FR'}
     PRIMARY KEY (table_name, column_name));
 
 CREATE TABLE IF NOT EXISTS anon_policies (
@@ -45,6 +47,8 @@ ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAUL
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
 ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS column_index INTEGER;
 ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS data_type VARCHAR;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS mask VARCHAR;
+ALTER TABLE anon_column_roles ADD COLUMN IF NOT EXISTS mask_args MAP(VARCHAR, VARCHAR);
 
 -- Every column the catalog knows, under each name query_table() may be given ('t', 'schema.t',
 -- 'db.schema.t'; lower case), with its place in its table and its type. A name that several tables answer
@@ -67,28 +71,39 @@ CREATE OR REPLACE MACRO anon_accept_changed_table_hint(tn) AS
 
 -- Every declaration, with its table's policy and what is wrong with it, if anything.
 CREATE OR REPLACE VIEW anon_roles AS
-SELECT r.table_name, r.column_name, r.role, r.hierarchy, r.pseudonymize,
-       p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
-       CASE WHEN c.column_name IS NULL THEN 'the table has no column ''' || r.column_name || ''''
-            WHEN r.column_index IS NOT NULL AND (c.column_index <> r.column_index OR c.data_type IS DISTINCT FROM r.data_type)
-                 THEN 'column ''' || r.column_name || ''' is column ' || c.column_index || ' (' || c.data_type || '), declared when it was column '
-                      || r.column_index || ' (' || coalesce(r.data_type, '?') || '): renamed, swapped, retyped or re-created since; '
-                      || anon_accept_changed_table_hint(r.table_name)
-            WHEN count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name)) > 1
-                 THEN 'column ''' || r.column_name || ''' has ' || count(*) OVER (PARTITION BY lower(r.table_name), lower(r.column_name))
+SELECT table_name, column_name, role, hierarchy, pseudonymize, mask, mask_args,
+       k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared,
+       CASE WHEN now_name IS NULL THEN 'the table has no column ''' || column_name || ''''
+            WHEN column_index IS NOT NULL AND (now_index <> column_index OR now_type IS DISTINCT FROM data_type)
+                 THEN 'column ''' || column_name || ''' is column ' || now_index || ' (' || now_type || '), declared when it was column '
+                      || column_index || ' (' || coalesce(data_type, '?') || '): renamed, swapped, retyped or re-created since; '
+                      || anon_accept_changed_table_hint(table_name)
+            WHEN count(*) OVER (PARTITION BY lower(table_name), lower(column_name)) > 1
+                 THEN 'column ''' || column_name || ''' has ' || count(*) OVER (PARTITION BY lower(table_name), lower(column_name))
                       || ' roles'
-            WHEN r.hierarchy IS NOT NULL AND r.role <> 'quasi_identifier' THEN 'a hierarchy is for quasi_identifier columns only'
-            WHEN r.pseudonymize AND r.role <> 'identifier' THEN 'pseudonymize is for identifier columns only'
-            WHEN r.pseudonymize AND p.key_name IS NULL THEN 'pseudonymize needs the policy''s key_name'
-            WHEN p.table_name IS NULL THEN 'the table has no policy (anon_policies)'
-            WHEN p.undeclared IS NULL OR p.undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
-       END AS problem
-FROM anon_column_roles r LEFT JOIN anon_policies p USING (table_name)
-     LEFT JOIN anon_catalog_columns c ON c.table_key = lower(r.table_name) AND lower(c.column_name) = lower(r.column_name);
+            WHEN hierarchy IS NOT NULL AND role <> 'quasi_identifier' THEN 'a hierarchy is for quasi_identifier columns only'
+            WHEN pseudonymize AND role <> 'identifier' THEN 'pseudonymize is for identifier columns only'
+            WHEN pseudonymize AND key_name IS NULL THEN 'pseudonymize needs the policy''s key_name'
+            WHEN (mask IS NOT NULL OR mask_args IS NOT NULL) AND role <> 'masked' THEN 'mask and mask_args are for masked columns only'
+            WHEN mask_problem IS NOT NULL THEN 'column ''' || column_name || ''': ' || mask_problem
+            WHEN policy_table IS NULL THEN 'the table has no policy (anon_policies)'
+            WHEN undeclared IS NULL OR undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
+       END AS problem,
+       mask_spec  -- the mask's row of anon_mask_specs, for anon_mask_sql()
+FROM (SELECT r.*, p.table_name AS policy_table, p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
+             now.column_name AS now_name, now.column_index AS now_index, now.data_type AS now_type,
+             CASE WHEN s.name IS NOT NULL THEN s END AS mask_spec,
+             CASE WHEN r.role = 'masked' THEN anon_mask_problem(r.mask, s, r.mask_args, p.key_name, now.data_type, person.column_name IS NOT NULL)
+             END AS mask_problem
+      FROM anon_column_roles r LEFT JOIN anon_policies p ON p.table_name = r.table_name
+           LEFT JOIN anon_catalog_columns now ON now.table_key = lower(r.table_name) AND lower(now.column_name) = lower(r.column_name)
+           LEFT JOIN anon_mask_specs s ON s.name = r.mask
+           LEFT JOIN anon_catalog_columns person ON person.table_key = lower(r.table_name)
+                                                    AND lower(person.column_name) = lower(r.mask_args['by']));
 
 -- What the declarations of one table amount to, as text: changes when any of them changes.
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
-    md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize), chr(10) ORDER BY column_name)
+    md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize, mask, mask_args::VARCHAR), chr(10) ORDER BY column_name)
                   FROM anon_column_roles WHERE table_name = tn), '')
         || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared)
                                 FROM anon_policies WHERE table_name = tn), ''));
@@ -135,6 +150,20 @@ CREATE OR REPLACE MACRO anon_columns_declared(tn, declared, undeclared) AS (
                       FROM (SELECT typeof(COLUMNS(* EXCLUDE (__anon_one)))
                             FROM (SELECT 1 AS __anon_one) LEFT JOIN (SELECT * FROM query_table(tn) LIMIT 0) ON true)))));
 
+-- How one declared column is released, as SQL text over the relation `relation_sql` (a quoted alias), or
+-- NULL when it is left out: quasi-identifiers (as the relation holds them), sensitive and insensitive
+-- columns as they are, pseudonymized identifiers as keyed pseudonyms, masked columns masked
+-- (anon_mask_sql, sql/69_masking.sql); other identifiers are left out. anonymized() and the masked copy of a
+-- database (sql/77_masked_copy.sql) both release columns by this rule.
+CREATE OR REPLACE MACRO anon_released_column_sql(relation_sql, column_name, data_type, role, pseudonymize, mask_spec, mask_args, key_name) AS
+    CASE WHEN role IN ('quasi_identifier', 'sensitive', 'insensitive') THEN relation_sql || '.' || anon_sql_identifier(column_name)
+         WHEN role = 'identifier' AND pseudonymize
+              THEN 'anon_pseudonym(' || relation_sql || '.' || anon_sql_identifier(column_name) || ', ' || anon_sql_literal(key_name)
+                   || ') AS ' || anon_sql_identifier(column_name)
+         WHEN role = 'masked'
+              THEN anon_mask_sql(relation_sql, column_name, data_type, mask_spec, mask_args, key_name) || ' AS ' || anon_sql_identifier(column_name)
+    END;
+
 -- The SELECT that publishes one table under its policy, or a SELECT raising the error that stops it.
 -- The released columns are named one by one, in the table's order: quasi-identifiers (generalized),
 -- sensitive and insensitive columns, pseudonymized identifiers. Other identifiers are left out.
@@ -150,7 +179,7 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn, person_column := NULL, relation := N
     policy AS (SELECT * FROM anon_policies WHERE table_name = tn),
     table_columns AS (  -- the table's columns with their declarations, if any
         SELECT c.column_name, min(c.column_index) AS place, any_value(c.data_type) AS type, any_value(r.role) AS role,
-               any_value(r.pseudonymize) AS pseudonymize
+               any_value(r.pseudonymize) AS pseudonymize, any_value(r.mask_spec) AS mask_spec, any_value(r.mask_args) AS mask_args
         FROM anon_catalog_columns c LEFT JOIN roles r ON lower(r.column_name) = lower(c.column_name)
         WHERE c.table_key = lower(tn) GROUP BY c.column_name),
     parts AS (
@@ -162,12 +191,9 @@ CREATE OR REPLACE MACRO anon_policy_sql(tn, person_column := NULL, relation := N
     released AS (
         -- qualified by an alias naming the release, so that a column gone from the table fails to bind with
         -- DuckDB's 'Values list "anonymized('t')" does not have a column named "c"'
-        SELECT list(CASE WHEN pseudonymize THEN 'anon_pseudonym(' || anon_sql_identifier('anonymized(''' || tn || ''')') || '.'
-                                               || anon_sql_identifier(column_name) || ', ' || anon_sql_literal((SELECT key_name FROM policy))
-                                               || ') AS ' || anon_sql_identifier(column_name)
-                         ELSE anon_sql_identifier('anonymized(''' || tn || ''')') || '.' || anon_sql_identifier(column_name) END
-                    ORDER BY place)
-                   FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive') OR pseudonymize) AS select_list,
+        SELECT list(anon_released_column_sql(anon_sql_identifier('anonymized(''' || tn || ''')'), column_name, type, role,
+                                             pseudonymize, mask_spec, mask_args, (SELECT key_name FROM policy)) ORDER BY place)
+                   FILTER (WHERE role IN ('quasi_identifier', 'sensitive', 'insensitive', 'masked') OR pseudonymize) AS select_list,
                list(column_name ORDER BY place) FILTER (WHERE role IS NULL) AS undeclared,
                '[' || array_to_string(list('{''name'': ' || anon_sql_literal(column_name) || ', ''place'': ' || place
                                            || ', ''type'': ' || anon_sql_literal(type) || '}' ORDER BY place)

@@ -22,17 +22,19 @@ class DeclarationError(ValueError):
     """A role or policy that cannot be declared; the message names the function and the argument."""
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+def _columns(con: duckdb.DuckDBPyConnection, table: str, fn: str = "declare_role") -> list[str]:
+    """The columns of `table`, read as query_table() reads it; an error naming `fn` when it cannot be read."""
     try:
         return [row[0] for row in con.execute("SELECT column_name FROM (DESCRIBE SELECT * FROM query_table(?))",
                                               [table]).fetchall()]
     except duckdb.Error as err:
-        raise DeclarationError(f"declare_role(): argument 'table' names no readable table: {table} ({err})") from None
+        raise DeclarationError(f"{fn}(): argument 'table' names no readable table: {table} ({err})") from None
 
 
 def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: str, *,
                  hierarchy: str | None = None, pseudonymize: bool = False) -> None:
-    """Declare `column` of `table` as one of ROLES. A column has one role: declaring another is an error."""
+    """Declare `column` of `table` as one of ROLES. A column has one role: declaring the same declaration
+    again does nothing (a script or notebook can run twice), declaring another is an error."""
     if role not in ROLES:
         raise DeclarationError(f"declare_role(): argument 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     columns = _columns(con, table)
@@ -43,8 +45,10 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
         raise DeclarationError("declare_role(): argument 'hierarchy' is for quasi_identifier columns only")
     if pseudonymize and role != "identifier":
         raise DeclarationError("declare_role(): argument 'pseudonymize' is for identifier columns only")
-    existing = con.execute("SELECT column_name, role FROM anon_column_roles WHERE table_name = ? AND lower(column_name) = lower(?)",
-                           [table, column]).fetchall()
+    existing = con.execute("SELECT column_name, role, hierarchy, pseudonymize FROM anon_column_roles "
+                           "WHERE table_name = ? AND lower(column_name) = lower(?)", [table, column]).fetchall()
+    if existing and tuple(existing[0][1:]) == (role, hierarchy, pseudonymize):
+        return
     if existing:
         raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
                                f"{existing[0][1]}; delete that row of anon_column_roles first")
@@ -61,6 +65,7 @@ def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str 
     table, the default) or 'drop' (leave the column out of the release)."""
     if undeclared not in ("error", "drop"):
         raise DeclarationError(f"set_policy(): argument 'undeclared' must be 'error' or 'drop', got {undeclared!r}")
+    _columns(con, table, "set_policy")  # a policy for a table that does not exist would never apply
     try:
         con.execute("INSERT OR REPLACE INTO anon_policies (table_name, k, mode, l, l_kind, c, t, key_name, max_suppression, "
                     "undeclared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -1,5 +1,6 @@
 """duckdb-anon suggest-roles and publish, run as real subprocesses on real files."""
 import os
+import re
 import subprocess
 import sys
 
@@ -31,9 +32,21 @@ def patients_csv(tmp_path):
 
 
 def roles_printed(stdout: str) -> dict[str, str]:
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in stdout.splitlines() if line.startswith("│")]
-    header = rows[0]
-    return {r[header.index("column_name")]: r[header.index("suggested_role")] for r in rows[2:]}
+    """The printed suggestions: 'column  type  role  reason' lines (a reason's further lines are indented)."""
+    rows = [re.split(r"\s{2,}", line, maxsplit=3) for line in stdout.splitlines() if line and not line[0].isspace()]
+    assert rows[0][:3] == ["column", "type", "suggested role"], stdout
+    return {r[0]: r[2] for r in rows[1:]}
+
+
+def test_suggest_roles_fits_100_columns_and_wide_shows_the_evidence(patients_csv):
+    """Before: DuckDB's table of every evidence column, about 230 characters wide in a pipe."""
+    out = run("suggest-roles", patients_csv, "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert max(len(line) for line in out.stdout.splitlines()) <= 100 and roles_printed(out.stdout) == ROLES
+    reasons = " ".join(line.strip() for line in out.stdout.splitlines()[1:])
+    assert "values look like email addresses" in reasons  # a wrapped reason reads whole
+    wide = run("suggest-roles", patients_csv, "--quiet", "--wide")
+    assert wide.returncode == 0 and "qi_unique_share" in wide.stdout and "qi_unique_share" not in out.stdout
 
 
 def test_suggest_roles_on_a_file_prints_them_and_writes_declarations_that_run(patients_csv, tmp_path):

@@ -28,8 +28,7 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
     parser = argparse.ArgumentParser(prog="duckdb-anon", description="Anonymize data inside DuckDB.",
                                      epilog="exit codes: 0 done, 1 failed, 2 bad argument, 3 a report gate failed, "
                                             "4 the database is locked by another process, 130 interrupted")
-    parser.add_argument("--version", action="version",
-                        version=f"duckdb-anon {__version__} (DuckDB {_duckdb_version()})")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the versions of duckdb-anon and DuckDB and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     wanted = {module for name, (module, _) in SUBCOMMANDS.items() if only is None or name in only}
     for module in dict.fromkeys(module for module, _ in SUBCOMMANDS.values()):
@@ -41,8 +40,22 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
     return parser
 
 
+class _Version(argparse.Action):
+    """--version. DuckDB's version is read from the name of its installed package's metadata folder
+    (duckdb-2.0.1.dist-info): importing duckdb to ask takes about a second, importlib.metadata a third of one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"duckdb-anon {__version__} (DuckDB {_duckdb_version()})")
+        parser.exit()
+
+
 def _duckdb_version() -> str:
-    """DuckDB's version from the installed package's metadata (importing duckdb to ask takes longer)."""
+    from importlib.util import find_spec
+    from pathlib import Path
+    spec = find_spec("duckdb")
+    folders = sorted(Path(spec.origin).parent.parent.glob("duckdb-*.dist-info")) if spec and spec.origin else []
+    if len(folders) == 1:
+        return folders[0].name.removeprefix("duckdb-").removesuffix(".dist-info")
     from importlib.metadata import version
     return version("duckdb")
 

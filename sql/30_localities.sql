@@ -93,7 +93,7 @@ UNION ALL BY NAME
 -- The segment size to cut the column with: the one given, else the one the locality table carries (its
 -- column segment_size, which localities() writes), else localities()'s default, 20.
 CREATE OR REPLACE MACRO anon_locality_segment_size(locality_table, segment_size) AS
-    coalesce(try_cast(segment_size AS BIGINT), (SELECT max(segment_size) FROM anon_locality_rows(locality_table)), 20);
+    coalesce(try_cast(segment_size AS BIGINT), (SELECT max(l.segment_size) FROM anon_locality_rows(locality_table) l), 20);
 
 -- One row per kept constraint: segment, the row ids i_row < j_row < k_row (scan positions) and their
 -- positions and values in the segment, and relation: '<=' means x_j - x_i <= x_k - x_j, '>=' the reverse.

@@ -30,6 +30,9 @@ def folder(tmp_path):
     (tmp_path / "wc_partial.txt").write_text("a;ab;*\nb;ab;*\n")
     (tmp_path / "empty.txt").write_text("\n")
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    (tmp_path / "unclosed.csv").write_text('age,zip\n1,2\n"3,4\n5,6\n')  # a quote that never closes
+    deep = ["age,zip", *(f"{i},{i % 7}" for i in range(30000)), '"3,4', "5,6"]  # past DuckDB's sample
+    (tmp_path / "unclosed_deep.csv").write_text("\n".join(deep) + "\n")
     return tmp_path
 
 
@@ -92,6 +95,9 @@ def test_bad_mondrian_arguments_exit_2_naming_them(folder, capsys, extra, names)
     ("{f}/missing.csv", ["INPUT", "does not exist"]),
     ("{f}/wc.txt", ["INPUT", ".csv or .parquet"]),
     ("{f}/broken.parquet", ["INPUT", "cannot read"]),
+    # strict CSV: read leniently, these were taken as the value '"3' (and the release written)
+    ("{f}/unclosed.csv", ["INPUT", "unclosed.csv", "not well-formed CSV", "never closes"]),
+    ("{f}/unclosed_deep.csv", ["INPUT", "unclosed_deep.csv", "line 30002", "unterminated quote"]),
 ])
 def test_bad_input_files_exit_2(folder, capsys, source, names):
     before = snapshot(folder)

@@ -160,7 +160,7 @@ def test_text_from_the_data_is_escaped(tmp_path):
     page = parse(tmp_path / "odd.html")
     tags = {p.rsplit("/", 1)[-1] for p in page.paths}
     assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "small",
-                    "table", "thead", "tbody", "tr", "th", "td", "img"}, tags  # no <script>, no <b>
+                    "table", "thead", "tbody", "tr", "th", "td", "img", "div", "dl", "dt", "dd"}, tags  # no <script>, no <b>
     text = "".join(page.text)
     assert "<script>alert(1)</script>" in text and column in text and table in text
     assert number(summary_values(out.stdout)["classes"]) == 5  # the script value and v0..v3

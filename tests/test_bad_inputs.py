@@ -282,7 +282,7 @@ NAMED = [(f"SELECT * FROM {call}", function, argument) for call, function, argum
     ("mondrian('t', ['age', 'nope'], 5)", "mondrian", "qis"),
     ("mondrian('t', ['age'], 5, sensitive := 'nope', l := 2)", "mondrian", "sensitive"),
     ("mondrian_classes('t', ['nope'], 5)", "mondrian_classes", "qis"),
-    ("ncp('rel', 't', ['age', 'nope'], 'id')", "ncp", "qis"),
+    ("ncp('rel', 't', ['age'], 'nope')", "ncp", "original_table"),
     ("release_differencing('rel', 'rel', ['nope'], 'id')", "release_differencing", "release_a"),
     ("release_differencing('rel', 't', ['age'], 'nope')", "release_differencing", "release_a"),
     ("privacy_measures('rel', ['age'], sensitive := 'nope')", "privacy_measures", "sensitive"),

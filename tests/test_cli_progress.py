@@ -44,7 +44,7 @@ def test_a_long_run_prints_progress_that_moves(big):
     steps = [(m.group(1), None if m.group(3) is None else int(m.group(3)) // 10) for m in parsed]
     assert all(a != b for a, b in zip(steps, steps[1:])), out.stderr  # a pipe gets a line only when it moved
     seconds = [int(m.group(2)) for m in parsed]
-    assert seconds == sorted(seconds) and seconds[-1] > seconds[0]  # the clock moves forward
+    assert seconds == sorted(seconds) and seconds[-1] >= 1  # the clock moves forward
     assert any("anonymizing into" in m.group(1) for m in parsed)  # it names the step under way
     assert "\u2595" not in out.stdout + out.stderr  # DuckDB's own bar is never drawn
     assert out.stdout.startswith("wrote ")

@@ -9,6 +9,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
+from duckdb_anon.cli import main
 
 ROLES = {"patient_id": "identifier", "email": "identifier", "age": "quasi_identifier", "zip": "quasi_identifier",
          "diagnosis": "sensitive", "site": "insensitive"}
@@ -38,15 +39,15 @@ def roles_printed(stdout: str) -> dict[str, str]:
     return {r[0]: r[2] for r in rows[1:]}
 
 
-def test_suggest_roles_fits_100_columns_and_wide_shows_the_evidence(patients_csv):
+def test_suggest_roles_fits_100_columns_and_wide_shows_the_evidence(patients_csv, capsys):
     """Before: DuckDB's table of every evidence column, about 230 characters wide in a pipe."""
-    out = run("suggest-roles", patients_csv, "--quiet")
-    assert out.returncode == 0, out.stderr
-    assert max(len(line) for line in out.stdout.splitlines()) <= 100 and roles_printed(out.stdout) == ROLES
-    email = next(line for line in out.stdout.splitlines() if line.startswith("email "))
+    assert main(["suggest-roles", str(patients_csv), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100 and roles_printed(out) == ROLES
+    email = next(line for line in out.splitlines() if line.startswith("email "))
     assert email.split("  ")[-1].strip().startswith("contact or address name")
-    wide = run("suggest-roles", patients_csv, "--quiet", "--wide")
-    assert wide.returncode == 0 and "qi_unique_share" in wide.stdout and "qi_unique_share" not in out.stdout
+    assert main(["suggest-roles", str(patients_csv), "--quiet", "--wide"]) == 0
+    assert "qi_unique_share" in capsys.readouterr().out and "qi_unique_share" not in out
 
 
 def test_suggest_roles_on_a_file_prints_them_and_writes_declarations_that_run(patients_csv, tmp_path):

@@ -5,17 +5,33 @@ only installs them (:func:`install`) and offers conveniences around them (:func:
 shipped Adult data). Once installed into a database file, the macros work from any DuckDB connection that
 opens the file, with or without this package.
 """
-from duckdb_anon._install import connect, install, installed_version, sql_files
-from duckdb_anon.dp.ledger import publish_dp, set_dp_budget
-from duckdb_anon.database_copy import masked_copy
-from duckdb_anon.datasets import load_adult, load_adult_hierarchies, load_patients
-from duckdb_anon.masking import load_fake_values
-from duckdb_anon.privacy_units import apply_privacy_units, declare_privacy_unit
-from duckdb_anon.pattern import preserve_patterns
-from duckdb_anon.releases import publish_mondrian, publish_release
-from duckdb_anon.rerelease import publish_rerelease
-from duckdb_anon.roles import (apply_policies, create_anonymized_view, declare_role, new_pseudonym_key, set_policy,
-                               set_pseudonym_key)
+# Each public name and the module that defines it, imported when the name is first read (PEP 562), so that
+# importing the package, as the command line does, costs nothing until a function is used.
+_PUBLIC = {
+    "connect": "_install", "install": "_install", "installed_version": "_install", "sql_files": "_install",
+    "publish_dp": "dp.ledger", "set_dp_budget": "dp.ledger",
+    "load_adult": "datasets", "load_adult_hierarchies": "datasets", "load_patients": "datasets",
+    "apply_privacy_units": "privacy_units", "declare_privacy_unit": "privacy_units",
+    "preserve_patterns": "pattern", "publish_mondrian": "releases", "publish_release": "releases",
+    "publish_rerelease": "rerelease",
+    "apply_policies": "roles", "create_anonymized_view": "roles", "declare_role": "roles", "new_pseudonym_key": "roles",
+    "set_policy": "roles", "set_pseudonym_key": "roles",
+    "masked_copy": "database_copy", "load_fake_values": "masking",
+}
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'duckdb_anon' has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f"duckdb_anon.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_PUBLIC])
+
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,6 @@ strings and resolve them with ``query_table``), never as SQL text.
 """
 from __future__ import annotations
 
-import base64
 import html
 import io
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon.commands.errors import BadArgument, MissingExtra
+from duckdb_anon.report_html import STYLE, glossary, image, number, table, verdict
 
 INSTALL_HINT = "pip install 'duckdb-anon[report]' (from a checkout: pip install '.[report]')"
 
@@ -128,51 +128,43 @@ def scoreboard_lines(m: Measures, aux_label: str) -> list[tuple[str, str]]:
     s = m.scoreboard
     records = s["released_records"]
     chance = f"chance 1/{records:,} = {1 / records:.4f}" if records else "no records"
-    return [("Scoreboard-RH top-1", f"{_number(s['top1_share'])} of {_number(s['present_targets'])} targets of "
+    return [("Scoreboard-RH top-1", f"{number(s['top1_share'])} of {number(s['present_targets'])} targets of "
                                     f"{aux_label}: own record scored best ({chance})"),
-            ("Scoreboard-RH top-5", f"{_number(s['top5_share'])}: own record among the 5 best-scored"),
-            ("Scoreboard-RH matched", f"{_number(s['reidentified'])}: best record is their own and stands out "
+            ("Scoreboard-RH top-5", f"{number(s['top5_share'])}: own record among the 5 best-scored"),
+            ("Scoreboard-RH matched", f"{number(s['reidentified'])}: best record is their own and stands out "
                                       f"(eccentricity >= 1.5); false matches of absent targets "
-                                      f"{_number(s['false_match_rate'])}"),
-            ("unique records", f"{_number(s['unique_record_share'])} of {_number(records)} records: "
+                                      f"{number(s['false_match_rate'])}"),
+            ("unique records", f"{number(s['unique_record_share'])} of {number(records)} records: "
                                "no other record has the same released rows")]
-
-
-def _number(value, digits: int = 4) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.{digits}f}"
 
 
 def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
     """(measure, value) pairs: the printed summary and the page's summary table say the same thing."""
     rows = m.release["rows"]
-    lines = [("rows", _number(rows)),
-             ("classes", _number(m.release["classes"])),
-             ("achieved k", _number(m.release["achieved_k"])),
-             ("average class size", _number(m.release["avg_class_size"], 2)),
-             ("prosecutor risk", f"max {_number(m.risk['prosecutor_max'])}, avg {_number(m.risk['prosecutor_avg'])}"),
-             ("marketer risk", _number(m.risk["marketer"])),
-             ("records at risk", f"{_number(m.risk['records_at_risk'])} (prosecutor risk > {request.threshold:g})"),
-             ("sample uniques", _number(m.risk["sample_uniques"]))]
+    lines = [("rows", number(rows)),
+             ("classes", number(m.release["classes"])),
+             ("achieved k", number(m.release["achieved_k"])),
+             ("average class size", number(m.release["avg_class_size"], 2)),
+             ("prosecutor risk", f"max {number(m.risk['prosecutor_max'])}, avg {number(m.risk['prosecutor_avg'])}"),
+             ("marketer risk", number(m.risk["marketer"])),
+             ("records at risk", f"{number(m.risk['records_at_risk'])} (prosecutor risk > {request.threshold:g})"),
+             ("sample uniques", number(m.risk["sample_uniques"]))]
     if m.privacy is not None:
         p = m.privacy
-        lines += [(f"l-diversity of {request.sensitive}", f"distinct {_number(p['distinct_l'])}, "
-                   f"entropy {_number(p['entropy_l'], 2)}, recursive (c = 2) {_number(p['recursive_l'])}"),
-                  (f"t-closeness of {request.sensitive}", _number(p["t"]))]
+        lines += [(f"l-diversity of {request.sensitive}", f"distinct {number(p['distinct_l'])}, "
+                   f"entropy {number(p['entropy_l'], 2)}, recursive (c = 2) {number(p['recursive_l'])}"),
+                  (f"t-closeness of {request.sensitive}", number(p["t"]))]
     if m.ncp is not None:
         matched = m.ncp["matched_rows"]
-        note = f"{_number(matched)} rows matched on {request.id_column}"
+        note = f"{number(matched)} rows matched on {request.id_column}"
         if matched != rows:
-            note += f"; WARNING: the release has {_number(rows)}"
-        lines.append(("NCP", f"{_number(m.ncp['ncp_percent'])} % ({note})"))
+            note += f"; WARNING: the release has {number(rows)}"
+        lines.append(("NCP", f"{number(m.ncp['ncp_percent'])} % ({note})"))
     if m.linkage is not None:
         k = m.linkage
-        lines.append(("linkage", f"reidentified {_number(k['reidentified'])}, consistent with one class "
-                                 f"{_number(k['consistent_with_one_class'])}, own class found "
-                                 f"{_number(k['own_class_found'])} ({_number(k['people'])} people of {request.aux_label})"))
+        lines.append(("linkage", f"reidentified {number(k['reidentified'])}, consistent with one class "
+                                 f"{number(k['consistent_with_one_class'])}, own class found "
+                                 f"{number(k['own_class_found'])} ({number(k['people'])} people of {request.aux_label})"))
     if m.scoreboard is not None:
         lines += scoreboard_lines(m, request.scoreboard_label)
     lines.append(("non-QI columns", non_qi_text(m)))
@@ -244,34 +236,23 @@ def render_plots(request: ReportRequest, m: Measures) -> dict[str, bytes | None]
     return plots
 
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
-td.n{text-align:right}img{max-width:100%}.absent{color:#666;font-style:italic}code{background:#f3f3f3}"""
-
-
-NUMERIC_CELL = ' class="n"'
-
-
-def _table(header: list[str], rows: list[tuple]) -> str:
-    def cell(value) -> str:
-        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-        text = _number(value) if isinstance(value, float) else ("NULL" if value is None else str(value))
-        return f"<td{NUMERIC_CELL if numeric else ''}>{html.escape(text)}</td>"
-
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _image(png: bytes, alt: str) -> str:
-    return f'<img src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}" alt="{html.escape(alt)}">'
+def _terms_shown(m: Measures) -> set[str]:
+    """The glossary's terms for the measures this page shows."""
+    shown = {"rows, classes", "achieved k", "prosecutor risk", "marketer risk", "records at risk", "sample uniques",
+             "non-QI columns"}
+    for term, present in (("l-diversity", m.privacy), ("t-closeness", m.privacy), ("NCP", m.ncp),
+                          ("linkage", m.linkage), ("Scoreboard-RH", m.scoreboard)):
+        if present is not None:
+            shown.add(term)
+    return shown
 
 
 def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str, bytes | None],
                gates: list[tuple[str, str, str]] = ()) -> None:
     """The page; `gates` are (gate, measured value, result) rows, shown when thresholds were given."""
     e = html.escape
-    gates_section = "" if not gates else ("<h2>Release gates</h2>\n" + _table(["gate", "measured", "result"], list(gates))
+    gates_section = "" if not gates else ("<h2>Release gates</h2>\n"
+                                          + table(["gate", "measured", "result"], list(gates), [g[2] for g in gates])
                                           + f"<p>Columns released besides the quasi-identifiers: "
                                             f"<code>{e(non_qi_text(m))}</code>.</p>")
     qis = ", ".join(request.qis)
@@ -279,8 +260,8 @@ def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str,
         ncp_section = ('<p class="absent">No NCP plot: information loss compares the release with the original '
                        'data, so it needs <code>--original ORIGINAL --id ID_COLUMN</code>.</p>')
     else:
-        ncp_section = (_image(plots["ncp"], "NCP per quasi-identifier")
-                       + _table(["quasi-identifier", "NCP (%)"], list(m.ncp["per_qi"].items())))
+        ncp_section = (image(plots["ncp"], "NCP per quasi-identifier")
+                       + table(["quasi-identifier", "NCP (%)"], list(m.ncp["per_qi"].items())))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html>
 <html lang="en">
@@ -288,20 +269,22 @@ def write_html(path: Path, request: ReportRequest, m: Measures, plots: dict[str,
 <body>
 <h1>Anonymization report</h1>
 <p>Release <code>{e(request.label)}</code>; quasi-identifiers: <code>{e(qis)}</code>.</p>
+{verdict(list(gates))}
 <h2>Summary</h2>
-{_table(["measure", "value"], summary(request, m))}
+{table(["measure", "value"], summary(request, m))}
 {gates_section}
 <h2>Equivalence-class sizes</h2>
-{_image(plots["class_sizes"], "histogram of equivalence-class sizes")}
+{image(plots["class_sizes"], "histogram of equivalence-class sizes")}
 <h2>Information loss (NCP per quasi-identifier)</h2>
 {ncp_section}
 <h2>Re-identification risk</h2>
-{_image(plots["risk"], "histogram of per-record prosecutor risk")}
-<p>{e(_number(m.risk["records_at_risk"]))} of {e(_number(m.release["rows"]))} records
+{image(plots["risk"], "histogram of per-record prosecutor risk")}
+<p>{e(number(m.risk["records_at_risk"]))} of {e(number(m.release["rows"]))} records
 ({100 * m.risk["records_at_risk"] / m.release["rows"]:.2f} %) have a prosecutor risk above {request.threshold:g};
-{e(_number(m.risk["sample_uniques"]))} records are alone in their class.</p>
+{e(number(m.risk["sample_uniques"]))} records are alone in their class.</p>
 <h2>The {len(m.smallest_rows)} smallest classes</h2>
-{_table(m.smallest_columns, m.smallest_rows)}
+{table(m.smallest_columns, m.smallest_rows)}
+{glossary(_terms_shown(m))}
 <p><small>Generated by duckdb-anon on {e(stamp)}; every number computed inside DuckDB by the package's SQL
 macros.</small></p>
 </body>
@@ -342,7 +325,7 @@ def gather_perturbed(con: duckdb.DuckDBPyConnection, request: ReportRequest, seg
 
 def perturbed_summary(m: PerturbedMeasures) -> list[tuple[str, str]]:
     """(measure, value) pairs for a perturbed release."""
-    lines = [(f"Dst {c}", _number(d)) for c, d, _ in m.distortion]
+    lines = [(f"Dst {c}", number(d)) for c, d, _ in m.distortion]
     if m.nearest is not None:
         lines.append(("re-linked by nearest values", f"{100 * (m.nearest[1] or 0):.2f} % of {m.nearest[0]:,} people"))
     lines += [(f"re-linked by rank {c}", f"{100 * (s or 0):.2f} %") for c, _, s, _ in m.rank]
@@ -364,11 +347,17 @@ def write_perturbed_html(path: Path, request: ReportRequest, m: PerturbedMeasure
 <code>{e(request.id_column or '')}</code>); columns: <code>{e(", ".join(request.qis))}</code>.</p>
 <p>Dst is the mean relative change of each value. Each re-linkage figure is the share of people an adversary
 who knows their original values links to their own released record.</p>
-{_table(["measure", "value"], lines)}
+{table(["measure", "value"], lines)}
 </body>
 </html>
 """
     Path(path).write_text(page, encoding="utf-8")
+    return perturbed_summary_text(request, m)
+
+
+def perturbed_summary_text(request: ReportRequest, m: PerturbedMeasures) -> str:
+    """The printed summary of a perturbed release."""
+    lines = perturbed_summary(m)
     width = max(len(name) for name, _ in lines)
     return "\n".join([f"duckdb-anon report (perturbed): {request.label} ({', '.join(request.qis)})",
                       *(f"  {name:<{width}}  {value}" for name, value in lines)])

@@ -22,18 +22,20 @@ class DeclarationError(ValueError):
     """A role or policy that cannot be declared; the message names the function and the argument."""
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+def _columns(con: duckdb.DuckDBPyConnection, table: str, fn: str = "declare_role") -> list[str]:
+    """The columns of `table`, read as query_table() reads it; an error naming `fn` when it cannot be read."""
     try:
         return [row[0] for row in con.execute("SELECT column_name FROM (DESCRIBE SELECT * FROM query_table(?))",
                                               [table]).fetchall()]
     except duckdb.Error as err:
-        raise DeclarationError(f"declare_role(): argument 'table' names no readable table: {table} ({err})") from None
+        raise DeclarationError(f"{fn}(): argument 'table' names no readable table: {table} ({err})") from None
 
 
 def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: str, *,
                  hierarchy: str | None = None, pseudonymize: bool = False, mask: str | None = None,
                  mask_args: dict | None = None) -> None:
-    """Declare `column` of `table` as one of ROLES. A column has one role: declaring another is an error.
+    """Declare `column` of `table` as one of ROLES. A column has one role: declaring the same declaration
+    again does nothing (a script or notebook can run twice), declaring another is an error.
 
     A 'masked' column names its masking function in `mask` ('name', 'email', 'partial', 'date_shift', ...:
     docs/masking.md) and its arguments in `mask_args` (values as text or numbers; 'by' names the column
@@ -53,8 +55,12 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
     keys, values = _mask_args(mask_args)
     if role == "masked":
         _check_mask(con, table, column, mask, keys, values)
-    existing = con.execute("SELECT column_name, role FROM anon_column_roles WHERE table_name = ? AND lower(column_name) = lower(?)",
-                           [table, column]).fetchall()
+    existing = con.execute("SELECT column_name, role, hierarchy, pseudonymize, mask, "
+                           "CASE WHEN mask_args IS NOT NULL THEN map_keys(mask_args) END, "
+                           "CASE WHEN mask_args IS NOT NULL THEN map_values(mask_args) END FROM anon_column_roles "
+                           "WHERE table_name = ? AND lower(column_name) = lower(?)", [table, column]).fetchall()
+    if existing and tuple(existing[0][1:]) == (role, hierarchy, pseudonymize, mask, keys, values):
+        return
     if existing:
         raise DeclarationError(f"declare_role(): argument 'column': {column!r} of {table!r} is already declared "
                                f"{existing[0][1]}; delete that row of anon_column_roles first")
@@ -116,6 +122,7 @@ def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str 
     table, the default) or 'drop' (leave the column out of the release)."""
     if undeclared not in ("error", "drop"):
         raise DeclarationError(f"set_policy(): argument 'undeclared' must be 'error' or 'drop', got {undeclared!r}")
+    _columns(con, table, "set_policy")  # a policy for a table that does not exist would never apply
     try:
         con.execute("INSERT OR REPLACE INTO anon_policies (table_name, k, mode, l, l_kind, c, t, key_name, max_suppression, "
                     "undeclared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -18,9 +18,18 @@ CREATE OR REPLACE MACRO anon_after(ok, x) AS CASE WHEN ok THEN x END;
 CREATE OR REPLACE MACRO anon_shown(x) AS
     CASE WHEN x IS NULL THEN 'NULL' WHEN typeof(x) = 'VARCHAR' THEN '''' || x::VARCHAR || '''' ELSE x::VARCHAR END;
 
+-- A table name is read as query_table() reads it: dot-separated parts, each plain (no '"' and no '.') or
+-- in double quotes with every '"' doubled ('clinic."odd.name"'). A '"' elsewhere would reach DuckDB's
+-- parser and fail there without naming the function, so it is refused here with the way to write it.
+CREATE OR REPLACE MACRO anon_qualified_name_re() AS '^([^".]+|"([^"]|"")*")([.]([^".]+|"([^"]|"")*"))*$';
+
 CREATE OR REPLACE MACRO anon_name_ok(fn, arg, x, what := 'a table name') AS
     anon_check(x IS NULL OR typeof(x) <> 'VARCHAR' OR x::VARCHAR = '', fn, arg,
-               'must be ' || what || ', got ' || anon_shown(x));
+               'must be ' || what || ', got ' || anon_shown(x))
+    AND anon_check(starts_with(what, 'a table name') AND typeof(x) = 'VARCHAR'
+                   AND NOT regexp_full_match(x::VARCHAR, anon_qualified_name_re()), fn, arg,
+                   'is not a table name DuckDB can read: ' || anon_shown(x) || '; a name holding a double quote is written in'
+                   || ' double quotes, each quote doubled: ' || anon_sql_literal(anon_sql_identifier(x)));
 
 -- A list of column names: not empty, no NULL, no name twice (case-insensitively), no reserved __anon_ name.
 CREATE OR REPLACE MACRO anon_columns_ok(fn, arg, x) AS
@@ -64,12 +73,34 @@ CREATE OR REPLACE MACRO anon_names(names, extra := NULL) AS
     list_filter(list_concat(try_cast(names AS VARCHAR[]), [try_cast(extra AS VARCHAR)]), lambda c: c IS NOT NULL);
 
 -- Every column of table_name, then each of `columns` that it lacks, as NULL (UNION BY NAME matches names
--- case-insensitively). Built from escaped literals and quoted identifiers only.
-CREATE OR REPLACE MACRO anon_read(table_name, columns) AS TABLE
-FROM query('FROM query_table(' || anon_sql_literal(table_name) || ')'
-           || CASE WHEN len(anon_names(columns)) = 0 THEN ''
-                   ELSE ' UNION ALL BY NAME (SELECT ' || array_to_string(list_transform(list_distinct(list_transform(anon_names(columns),
-                            lambda c: lower(c))), lambda c: 'NULL AS ' || anon_sql_identifier(c)), ', ') || ' LIMIT 0)' END);
+-- case-insensitively), as SQL text built from escaped literals and quoted identifiers only. Given fn (and
+-- arg), a table name DuckDB cannot read is an error naming them.
+CREATE OR REPLACE MACRO anon_read_sql(table_name, columns, fn := NULL, arg := 'table_name') AS
+    'FROM query_table(' || anon_sql_literal(CASE WHEN fn IS NULL OR anon_name_ok(fn, arg, table_name) THEN table_name END) || ')'
+    || CASE WHEN len(anon_names(columns)) = 0 THEN ''
+            ELSE ' UNION ALL BY NAME (SELECT ' || array_to_string(list_transform(list_distinct(list_transform(anon_names(columns),
+                     lambda c: lower(c))), lambda c: 'NULL AS ' || anon_sql_identifier(c)), ', ') || ' LIMIT 0)' END;
+
+-- That read as a relation. (DuckDB refuses a table macro inside its own expansion, as when a measure reads
+-- a view over another measure: mondrian() reads through a macro of its own, anon_source.)
+CREATE OR REPLACE MACRO anon_read(table_name, columns, fn := NULL, arg := 'table_name') AS TABLE
+FROM query(anon_read_sql(table_name, columns, fn := fn, arg := arg));
+
+-- true, or the error of anon_require_columns below, given `have`: the table's columns (lower-cased) -> types.
+CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have, typed := [], type_pattern := '',
+                                             type_text := '') AS
+    anon_check(len(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c)))) > 0, fn, arg,
+               '(table ' || anon_shown(table_name) || ') lacks the column(s) '
+               || array_to_string(list_transform(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c))),
+                                                 lambda c: '''' || c || ''''), ', ')
+               || '; it needs ' || array_to_string(anon_names(columns), ', '))
+    AND anon_check(len(list_filter(anon_names(typed), lambda c: list_contains(map_keys(have), lower(c))
+                                                                AND NOT regexp_matches(have[lower(c)], type_pattern))) > 0, fn, arg,
+                   '(table ' || anon_shown(table_name) || ') has the wrong type: '
+                   || array_to_string(list_transform(list_filter(anon_names(typed), lambda c: list_contains(map_keys(have), lower(c))
+                                                                 AND NOT regexp_matches(have[lower(c)], type_pattern)),
+                                                     lambda c: '''' || c || ''' is ' || have[lower(c)]), ', ')
+                   || ', not ' || type_text);
 
 -- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
 -- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
@@ -77,20 +108,10 @@ FROM query('FROM query_table(' || anon_sql_literal(table_name) || ')'
 -- (default: arg).
 CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed := [], type_pattern := '',
                                              type_text := '', table_arg := NULL) AS TABLE
-SELECT anon_check(len(missing) > 0, fn, arg,
-                  '(table ' || anon_shown(table_name) || ') lacks the column(s) '
-                  || array_to_string(list_transform(missing, lambda c: '''' || c || ''''), ', ')
-                  || '; it needs ' || array_to_string(anon_names(columns), ', '))
-       AND anon_check(len(mistyped) > 0, fn, arg,
-                      '(table ' || anon_shown(table_name) || ') has the wrong type: '
-                      || array_to_string(mistyped, ', ') || ', not ' || type_text) AS ok
-FROM (SELECT list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c))) AS missing,
-             list_transform(list_filter(anon_names(typed), lambda c: list_contains(map_keys(have), lower(c))
-                                                         AND NOT regexp_matches(have[lower(c)], type_pattern)),
-                            lambda c: '''' || c || ''' is ' || have[lower(c)]) AS mistyped
-      FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
-            FROM (DESCRIBE FROM query_table(anon_after(anon_name_ok(fn, coalesce(table_arg, arg), table_name),
-                                                       table_name::VARCHAR)))));
+SELECT anon_columns_present(fn, arg, table_name, columns, have, typed := typed, type_pattern := type_pattern,
+                            type_text := type_text) AS ok
+FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+      FROM (DESCRIBE FROM query_table(anon_after(anon_name_ok(fn, coalesce(table_arg, arg), table_name), table_name::VARCHAR))));
 
 -- DuckDB's names of the types anon_is_numeric and anon_is_temporal accept.
 CREATE OR REPLACE MACRO anon_number_types() AS
@@ -118,3 +139,15 @@ FROM (SELECT list_transform(list_filter(anon_names(columns), lambda c: anon_type
             FROM (DESCRIBE FROM query_table(table_name::VARCHAR))) a,
            (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
             FROM (DESCRIBE FROM query_table(like_table::VARCHAR))) b);
+
+-- true, or an error saying that fn needs the Python package: a function whose kernel is a Python UDF
+-- (registered by duckdb_anon.install(con)) would otherwise fail, from a client that is not Python, on the
+-- kernel's internal name. `api` is the client, as current_setting('duckdb_api') reads it (folded when the
+-- query is bound, so the error comes before the kernel is looked up).
+CREATE OR REPLACE MACRO anon_python_api_ok(fn, api) AS
+    CASE WHEN starts_with(api, 'python') THEN true
+         ELSE error(fn || '() needs the duckdb_anon Python package (its kernel is a Python function that '
+                    || 'duckdb_anon.connect() or duckdb_anon.install(con) registers), and this client is ' || anon_shown(api)
+                    || ': call it from Python; every other duckdb-anon function runs from any client') END;
+
+CREATE OR REPLACE MACRO anon_needs_python(fn) AS anon_python_api_ok(fn, current_setting('duckdb_api'));

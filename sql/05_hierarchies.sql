@@ -122,6 +122,8 @@ CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
                            NOT list_contains(list_transform(qis, lambda q: lower(q)), lower(h))), ', '))
          WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h: (to_json(hierarchies)->>h) IS NULL))
          THEN error(fn || '(): argument ''hierarchies'' maps a QI to NULL instead of a table name')
+         WHEN list_bool_or(list_transform(json_keys(to_json(hierarchies)), lambda h: NOT anon_name_ok(fn, 'hierarchies', to_json(hierarchies)->>h)))
+         THEN NULL  -- not reached: anon_name_ok raised an error naming the hierarchy table
          ELSE array_to_string(list_transform(json_keys(to_json(hierarchies)), lambda h:
                   'SELECT ' || anon_sql_literal(lower(h)) || ' AS qi, leaf::VARCHAR AS leaf, path::VARCHAR[] AS path FROM anon_hierarchy_table('
                   || anon_sql_literal(fn) || ', ' || anon_sql_literal(h) || ', ' || anon_sql_literal(to_json(hierarchies)->>h) || ')'),

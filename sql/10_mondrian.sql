@@ -28,8 +28,20 @@ CREATE OR REPLACE MACRO anon_share(width, whole) AS CASE WHEN whole > 0 THEN wid
 -- Is column `c` one of the QIs? Names match as DuckDB matches them, whatever their case.
 CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, lambda q: lower(q)), lower(c));
 
-CREATE OR REPLACE MACRO anon_numbered(table_name) AS TABLE
-    SELECT row_number() OVER () AS __anon_row, * FROM query_table(table_name);
+-- The source table as the macros below read it (anon_read_sql), so a QI or sensitive column the table
+-- lacks reads NULL instead of stopping the binder; anon_cells then reports it, naming fn and the argument.
+-- A macro apart from anon_read, so that a measure can read a view over mondrian().
+CREATE OR REPLACE MACRO anon_source(table_name, qis := [], sensitive := NULL) AS TABLE
+    FROM query(anon_read_sql(table_name, anon_names(qis, sensitive)));
+
+-- The source's columns (lower-cased) -> types, for anon_columns_present (a macro apart from
+-- anon_require_columns, for the same reason as anon_source).
+CREATE OR REPLACE MACRO anon_source_columns(table_name) AS TABLE
+SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+FROM (DESCRIBE FROM query_table(table_name));
+
+CREATE OR REPLACE MACRO anon_numbered(table_name, qis := [], sensitive := NULL) AS TABLE
+    SELECT row_number() OVER () AS __anon_row, * FROM anon_source(table_name, qis := qis, sensitive := sensitive);
 
 CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order, fn := 'mondrian', hierarchy_sql := NULL,
                                    sensitive := NULL) AS TABLE
@@ -40,11 +52,14 @@ qi_types AS (  -- every QI can be generalized: numbers, dates and times, text, E
     FROM (SELECT anon_is_generalizable(COLUMNS(qis))
                  OR error(fn || '(): argument ''qis'': column ''' || alias(COLUMNS(qis)) || ''' has type '
                           || typeof(COLUMNS(qis)) || ', which cannot be generalized')
-          FROM (SELECT 1) LEFT JOIN (SELECT COLUMNS(qis) FROM query_table(table_name) LIMIT 0) ON true)),
+          FROM (SELECT 1 WHERE (SELECT anon_columns_present(fn, 'qis', table_name, qis, have)
+                                           AND anon_columns_present(fn, 'sensitive', table_name, anon_names([sensitive]), have)
+                                    FROM anon_source_columns(table_name)))
+          LEFT JOIN (SELECT COLUMNS(qis) FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 0) ON true)),
 grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its sensitive value
     SELECT COLUMNS(qis), CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s,
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
-    FROM anon_numbered(table_name) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
+    FROM anon_numbered(table_name, qis := qis, sensitive := sensitive) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
@@ -91,7 +106,7 @@ cells AS MATERIALIZED (
 qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
-    FROM query_table(table_name) LIMIT 1),
+    FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 1),
 sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
     SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
 raw AS MATERIALIZED (  -- keys in the order of the qis list: ties between QIs go to the earliest listed
@@ -129,7 +144,7 @@ span AS MATERIALIZED (  -- the whole table's range per QI (NULL included): norma
 table_dist AS MATERIALIZED (  -- the sensitive distribution of the whole table, for the models
     SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
            list({'r': r, 'n': n} ORDER BY r) AS hist,
-           (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM query_table(table_name)) AS ordered
+           (SELECT anon_is_numeric(any_value(COLUMNS([coalesce(sensitive, qis[1])]))) FROM anon_source(table_name, qis := qis, sensitive := sensitive)) AS ordered
     FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM sensitive_ranks)),
 -- The recursive state is kept narrow, (cell, off, n, part, step) plus the region for split_rule
 -- 'inherited' and the partition's suppression budget (rows it may still suppress; 0 without
@@ -367,7 +382,7 @@ located AS (
     SELECT r.* EXCLUDE (__anon_key, __anon_s), c.__anon_cellid, c.__anon_part
     FROM (SELECT COLUMNS(lambda c: NOT anon_is_qi(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
                  CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
-          FROM anon_numbered(table_name)) r
+          FROM anon_numbered(table_name, qis := qis, sensitive := sensitive)) r
     JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key AND r.__anon_s IS NOT DISTINCT FROM c.__anon_s)
 SELECT l.* EXCLUDE (__anon_cellid, __anon_part), lb.* EXCLUDE (part) FROM located l JOIN labels lb ON lb.part = l.__anon_part
 UNION ALL BY NAME  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece. The
@@ -387,7 +402,7 @@ JOIN labels lb ON lb.part = p.part;
 CREATE OR REPLACE MACRO anon_mondrian_release(shape, table_name, qis, k, mode, categorical_order, split_rule,
                                               hierarchy_sql, sensitive, model) AS TABLE
 SELECT * EXCLUDE (__anon_row) FROM (
-    (SELECT nullif(NULL, COLUMNS(*)) FROM query_table(table_name) LIMIT 0)
+    (SELECT nullif(NULL, COLUMNS(*)) FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: c = '__anon_row' OR (NOT starts_with(c, '__anon_') AND NOT anon_is_qi(qis, c))),
             struct_extract(COLUMNS(qis), shape)

@@ -58,7 +58,7 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
     || CASE WHEN list_contains(anon_mondrian_internal_names(), lower(trim(string_split(table_name::VARCHAR, '.')[-1], '"')))
                  THEN error(fn || '(): argument ''table_name'': ''' || table_name || ''' is a name ' || fn || '() uses internally; '
                             || 'read the table through a view of another name (CREATE VIEW v AS SELECT * FROM ...)')
-            ELSE anon_sql_literal(table_name) END || ', '
+            WHEN anon_name_ok(fn, 'table_name', table_name) THEN anon_sql_literal(table_name) END || ', '
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
                  THEN error(fn || '(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
             WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''qis'' must name at least one column')

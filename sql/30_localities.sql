@@ -20,6 +20,7 @@ CREATE OR REPLACE MACRO anon_name_arg(fn, arg, name, what) AS
               THEN error(fn || '(): argument ''' || arg || ''' must be a ' || what || ' name, got ' || coalesce(name::VARCHAR, 'NULL'))
          WHEN starts_with(lower(name::VARCHAR), '__anon_')
               THEN error(fn || '(): argument ''' || arg || ''' is a reserved __anon_ name')
+         WHEN what = 'table' THEN anon_after(anon_name_ok(fn, arg, name), name::VARCHAR)
          ELSE name::VARCHAR END;
 
 -- The table of a (table, column) pair of arguments, both checked: the column name is checked here, with the
@@ -85,9 +86,14 @@ CREATE OR REPLACE MACRO anon_locality_columns() AS
 CREATE OR REPLACE MACRO anon_locality_rows(locality_table) AS TABLE
 (SELECT NULL::BIGINT AS segment, NULL::BIGINT AS i, NULL::BIGINT AS j, NULL::BIGINT AS k, NULL::VARCHAR AS relation,
         NULL::BIGINT AS i_row, NULL::BIGINT AS j_row, NULL::BIGINT AS k_row, NULL::DOUBLE AS d_i, NULL::DOUBLE AS d_j,
-        NULL::DOUBLE AS d_k LIMIT 0)
+        NULL::DOUBLE AS d_k, NULL::BIGINT AS segment_size LIMIT 0)
 UNION ALL BY NAME
 (SELECT * FROM query_table(locality_table));
+
+-- The segment size to cut the column with: the one given, else the one the locality table carries (its
+-- column segment_size, which localities() writes), else localities()'s default, 20.
+CREATE OR REPLACE MACRO anon_locality_segment_size(locality_table, segment_size) AS
+    coalesce(try_cast(segment_size AS BIGINT), (SELECT max(l.segment_size) FROM anon_locality_rows(locality_table) l), 20);
 
 -- One row per kept constraint: segment, the row ids i_row < j_row < k_row (scan positions) and their
 -- positions and values in the segment, and relation: '<=' means x_j - x_i <= x_k - x_j, '>=' the reverse.
@@ -113,7 +119,8 @@ found AS (
     SELECT p.*, '>=' AS relation, down.last_pos AS k      -- last value below beta, if it lies after j
     FROM pairs p ASOF JOIN distinct_values down ON p.segment = down.segment AND p.beta > down.value
     WHERE down.last_pos > p.j)
-SELECT f.segment, f.i, f.j, f.k, f.relation, f.i_row, f.j_row, s.row_id AS k_row, f.d_i, f.d_j, s.value AS d_k
+SELECT f.segment, f.i, f.j, f.k, f.relation, f.i_row, f.j_row, s.row_id AS k_row, f.d_i, f.d_j, s.value AS d_k,
+       try_cast(segment_size AS BIGINT) AS segment_size  -- carried, so that random_walk() cuts the same segments
 FROM found f JOIN seg s ON s.segment = f.segment AND s.pos = f.k
 WHERE hash(seed, f.segment, f.i, f.j, f.relation)::DOUBLE / 18446744073709551616.0 < try_cast(sample AS DOUBLE)
 -- the checks as a branch of their own, so that they run even when nothing else does (never a row)

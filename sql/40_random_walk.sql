@@ -3,7 +3,7 @@
 -- DuckDB client that opens the file can call every other function, but not this one.
 --
 -- random_walk(table_name, column_name, locality_table, iterations := 1000, seed := 0, lower := NULL,
---             upper := NULL, method := 'hit_and_run', segment_size := 20, group_by := NULL,
+--             upper := NULL, method := 'hit_and_run', segment_size := NULL, group_by := NULL,
 --             bounds := 'radius', radius := 0.5)
 -- Every source row and column; the column is replaced by its walked values (DOUBLE), which satisfy every
 -- constraint of locality_table, the order within each segment, and one box per value (the paper's bound
@@ -16,8 +16,9 @@
 --             be carried anywhere in the column, which destroys the data yet keeps each segment's shape;
 --   'segment' each segment up to the midpoints to its neighbours' edge values, so the whole column keeps
 --             its order.
--- NULLs stay NULL. segment_size and group_by must be those the locality table was made with; a table that
--- does not match the column's segments is an error.
+-- NULLs stay NULL. segment_size defaults to the one the locality table carries (localities() writes it);
+-- group_by must be the one the table was made with; a table that does not match the column's segments is
+-- an error.
 
 -- One row (ok := true), or an error naming the argument at fault.
 CREATE OR REPLACE MACRO anon_walk_checks(table_name, column_name, locality_table, iterations, seed, lower, upper,
@@ -27,8 +28,8 @@ SELECT c.ok AND l.ok
                   'must be an integer >= 0, got ' || coalesce(iterations::VARCHAR, 'NULL'))
    AND anon_check(NOT anon_is_integer(seed) OR seed < 0, 'random_walk', 'seed',
                   'must be an integer >= 0, got ' || coalesce(seed::VARCHAR, 'NULL'))
-   AND anon_check(NOT anon_is_integer(segment_size) OR segment_size < 3, 'random_walk', 'segment_size',
-                  'must be an integer of at least 3, got ' || coalesce(segment_size::VARCHAR, 'NULL'))
+   AND anon_check(segment_size IS NOT NULL AND (NOT anon_is_integer(segment_size) OR segment_size < 3), 'random_walk',
+                  'segment_size', 'must be an integer of at least 3 (or NULL: the locality table''s), got ' || segment_size::VARCHAR)
    AND anon_check(bounds IS NULL OR bounds::VARCHAR NOT IN ('radius', 'domain', 'segment'), 'random_walk', 'bounds',
                   'must be ''radius'', ''domain'' or ''segment'', got ' || coalesce('''' || bounds::VARCHAR || '''', 'NULL'))
    AND anon_check(bounds = 'radius' AND NOT coalesce(anon_is_numeric(radius) AND NOT anon_is_temporal(radius)
@@ -53,7 +54,8 @@ first_checks AS (SELECT ok FROM anon_walk_checks(table_name, column_name, locali
                                                  upper, method, segment_size, group_by, bounds, radius)),
 seg AS MATERIALIZED (
     SELECT s.*, row_number() OVER (ORDER BY segment, pos) - 1 AS g
-    FROM anon_segments(table_name, column_name, segment_size, group_by) s, first_checks WHERE first_checks.ok),
+    FROM anon_segments(table_name, column_name, anon_locality_segment_size(locality_table, segment_size), group_by) s,
+         first_checks WHERE first_checks.ok),
 domain AS (
     SELECT coalesce(try_cast(lower AS DOUBLE), min(value)) AS lo, coalesce(try_cast(upper AS DOUBLE), max(value)) AS hi,
            min(value) AS vmin, max(value) AS vmax, coalesce(stddev_pop(value), 0) AS sd FROM seg),
@@ -69,7 +71,8 @@ checks AS (
     SELECT anon_check(d.lo > d.vmin OR d.hi < d.vmax, 'random_walk', 'lower',
                       'and upper must contain every value of the column (' || d.vmin::VARCHAR || ' to ' || d.vmax::VARCHAR || ')')
        AND anon_check((SELECT count(*) FILTER (mismatch) FROM loc) > 0, 'random_walk', 'locality_table',
-                      'does not match column ''' || column_name || ''' (segment_size ' || segment_size::VARCHAR
+                      'does not match column ''' || column_name || ''' (segment_size '
+                      || anon_locality_segment_size(locality_table, segment_size)::VARCHAR
                       || '): ' || (SELECT count(*) FILTER (mismatch) FROM loc)::VARCHAR || ' constraints name other rows or values') AS ok
     FROM domain d),
 segment_edges AS (  -- 'segment': up to the midpoints between each segment's edge values and its neighbours'
@@ -104,11 +107,11 @@ SELECT NULL AS __anon_walk_row FROM first_checks WHERE NOT ok;
 -- reported by the checks rather than failing to bind; the empty first branch restores the source's
 -- column order (UNION ALL BY NAME keeps the first branch's order).
 CREATE OR REPLACE MACRO random_walk(table_name, column_name, locality_table, iterations := 1000, seed := 0,
-                                    lower := NULL, upper := NULL, method := 'hit_and_run', segment_size := 20,
+                                    lower := NULL, upper := NULL, method := 'hit_and_run', segment_size := NULL,
                                     group_by := NULL, bounds := 'radius', radius := 0.5) AS TABLE
 SELECT * EXCLUDE (__anon_none) FROM (
     (SELECT nullif(NULL, COLUMNS(*)), NULL AS __anon_none
-     FROM query_table(anon_source_arg('random_walk', table_name, column_name)) LIMIT 0)
+     FROM query_table(anon_after(anon_needs_python('random_walk'), anon_source_arg('random_walk', table_name, column_name))) LIMIT 0)
     UNION ALL BY NAME
     (SELECT COLUMNS(lambda c: lower(c) <> lower(column_name::VARCHAR) AND NOT starts_with(c, '__anon_')),
             CASE WHEN COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(column_name::VARCHAR)) IS NULL THEN NULL

@@ -32,13 +32,13 @@ checks AS (
 rows AS (
     SELECT COLUMNS(qis), row(*COLUMNS(qis)) AS __anon_class,
            CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([anon_profile_column(qis, sensitive)]) END AS __anon_s
-    FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)))),
+    FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)), fn := fn)),
 overall AS (  -- the table's sensitive values, ranked in the value order used by the ordered distance
     SELECT __anon_s AS s, count(*) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM rows GROUP BY __anon_s),
 table_dist AS (  -- q: the table's share of each rank; cq: its running total
     SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
            (SELECT anon_is_numeric(any_value(COLUMNS([anon_profile_column(qis, sensitive)])))
-            FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)))) AS ordered
+            FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)), fn := fn)) AS ordered
     FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM overall)),
 classes AS (  -- per class: its histogram of sensitive ranks
     SELECT g.__anon_class, sum(g.n) AS class_size, list({'r': o.r, 'n': g.n} ORDER BY o.r) AS hist

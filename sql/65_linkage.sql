@@ -27,7 +27,7 @@ checks AS (  -- every QI and the id column in both tables, else an error naming 
 released AS (  -- every released row: its id and its QI labels as text
     SELECT coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = id_column)) AS __anon_id,
            to_json(COLUMNS(lambda c: c = '__anon_none' OR list_contains(qis, lower(c))))::VARCHAR  -- labels of any shape
-    FROM (SELECT NULL AS __anon_none, * FROM query_table(release_table))),
+    FROM (SELECT NULL AS __anon_none, * FROM anon_read(release_table, [], fn := 'linkage_classes', arg := 'release_table'))),
 release_rows AS MATERIALIZED (  -- a class is one distinct label tuple
     SELECT __anon_id, dense_rank() OVER (ORDER BY row(*COLUMNS(lambda c: c <> '__anon_id'))) AS class_id,
            [*COLUMNS(lambda c: c <> '__anon_id')] AS labels
@@ -105,10 +105,10 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
     'SELECT * FROM anon_linkage_classes('
     || CASE WHEN release_table IS NULL OR typeof(release_table) <> 'VARCHAR'
                  THEN error('linkage_classes(): argument ''release_table'' must be a table name')
-            ELSE anon_sql_literal(release_table) END || ', '
+            ELSE anon_sql_literal(anon_after(anon_name_ok('linkage_classes', 'release_table', release_table), release_table)) END || ', '
     || CASE WHEN aux_table IS NULL OR typeof(aux_table) <> 'VARCHAR'
                  THEN error('linkage_classes(): argument ''aux_table'' must be a table name')
-            ELSE anon_sql_literal(aux_table) END || ', '
+            ELSE anon_sql_literal(anon_after(anon_name_ok('linkage_classes', 'aux_table', aux_table), aux_table)) END || ', '
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
                  THEN error('linkage_classes(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
             WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error('linkage_classes(): argument ''qis'' must name at least one column')

@@ -15,9 +15,16 @@ CREATE OR REPLACE MACRO anon_name_hint(column_name) AS
               THEN {'role': 'identifier', 'why': 'person-name-like name'}
          WHEN regexp_matches(lower(column_name), '(^|_)(zip|zipcode|postcode|postal|postal_code|birth|birthday|birth_date|date_of_birth|dob|age|sex|gender|race|ethnicity|ethnic|marital|marital_status|city|town|county|state|country|native_country|region|nationality|education|occupation|job)(_|$)|birth|dob')
               THEN {'role': 'quasi_identifier', 'why': 'demographic name'}
-         WHEN regexp_matches(lower(column_name), '(diagnos|disease|condition|icd|medication|drug|treatment|income|salary|wage|religio|sexual|health|hiv|criminal|conviction|disability)')
+         WHEN regexp_matches(lower(column_name), '(diagnos|disease|condition|icd|medication|drug|treatment|income|salary|wage|earning|religio|sexual|health|hiv|criminal|conviction|disability|capital_gain|capital_loss|net_worth|debt)')
               THEN {'role': 'sensitive', 'why': 'sensitive-topic name'}
+         WHEN regexp_matches(lower(column_name), '(^|_)(class|label|target|outcome)(_|$)')
+              THEN {'role': 'sensitive', 'why': 'an outcome or label column: what a table records about people is usually sensitive'}
     END;
+
+-- Values that read as amounts of money or income brackets ('<=50K', '>50K', '$1,200', '30k'): a number with
+-- a comparison, a currency sign or a k/M suffix. A plain number (an age, a count) is not one.
+CREATE OR REPLACE MACRO anon_money_like(v) AS
+    regexp_full_match(trim(v), '((<=|>=|<|>)\s*[$€£]?\s*[0-9][0-9.,]*\s*[kKmM]?|[$€£]\s*[0-9][0-9.,]*\s*[kKmM]?|[0-9][0-9.,]*\s*[kKmM]\+?)');
 
 -- What the text values of a column look like: 'email', 'phone', 'ssn' (share of non-NULL values matching,
 -- at least 0.8) or NULL.
@@ -26,7 +33,7 @@ CREATE OR REPLACE MACRO anon_value_kind(email_share, phone_share, ssn_share) AS
 
 -- One row per column of `table_name`, in the table's order: column_name, column_type, suggested_role,
 -- reason, and the evidence: distinct_share (distinct values / rows), unique_share (share of rows whose value
--- no other row has, i.e. rows the column alone singles out), name_hint, value_hint ('email', 'phone',
+-- no other row has, i.e. rows the column alone singles out), name_hint, value_hint ('email', 'phone', 'money',
 -- 'ssn', 'date'), qi_unique_share (on quasi-identifier rows: the share of rows that all suggested
 -- quasi-identifiers together single out). NULL counts as a value.
 CREATE OR REPLACE MACRO anon_suggest_roles(table_name) AS TABLE
@@ -47,6 +54,7 @@ per_column AS (
            sum(n) FILTER (WHERE regexp_full_match(v, '\+?[0-9][0-9 ()./-]{5,}[0-9]') AND length(regexp_replace(v, '[^0-9]', '', 'g')) >= 7)
                / nullif(sum(n) FILTER (WHERE v IS NOT NULL), 0) AS phone_share,
            sum(n) FILTER (WHERE regexp_full_match(v, '[0-9]{3}-[0-9]{2}-[0-9]{4}')) / nullif(sum(n) FILTER (WHERE v IS NOT NULL), 0) AS ssn_share,
+           sum(n) FILTER (WHERE anon_money_like(v)) / nullif(sum(n) FILTER (WHERE v IS NOT NULL), 0) AS money_share,
            sum(n) FILTER (WHERE try_cast(v AS DATE) BETWEEN DATE '1900-01-01' AND current_date) / nullif(sum(n) FILTER (WHERE v IS NOT NULL), 0) AS date_share
     FROM frequencies GROUP BY column_name),
 evidence AS (
@@ -54,7 +62,8 @@ evidence AS (
            p.distinct_values / greatest(p.rows, 1) AS distinct_share, p.unique_rows / greatest(p.rows, 1) AS unique_share,
            anon_name_hint(s.column_name) AS name_hint,
            CASE WHEN s.column_type = 'VARCHAR' THEN anon_value_kind(p.email_share, p.phone_share, p.ssn_share) END AS value_kind,
-           (s.column_type IN ('DATE', 'TIMESTAMP', 'TIMESTAMP WITH TIME ZONE', 'VARCHAR') AND p.date_share >= 0.8) AS dates
+           (s.column_type IN ('DATE', 'TIMESTAMP', 'TIMESTAMP WITH TIME ZONE', 'VARCHAR') AND p.date_share >= 0.8) AS dates,
+           (s.column_type = 'VARCHAR' AND p.money_share >= 0.8) AS money
     FROM shape s LEFT JOIN per_column p USING (column_name)),
 suggested AS (
     SELECT *,
@@ -62,6 +71,7 @@ suggested AS (
              WHEN name_hint.role = 'identifier' THEN name_hint
              WHEN value_kind IS NOT NULL THEN {'role': 'identifier', 'why': 'values look like ' || value_kind || ' addresses'}
              WHEN name_hint IS NOT NULL THEN name_hint  -- a unique zip or income is still generalized, not dropped
+             WHEN money THEN {'role': 'sensitive', 'why': 'values look like amounts of money or income brackets'}
              WHEN dates THEN {'role': 'quasi_identifier', 'why': 'dates, such as dates of birth'}
              WHEN unique_share >= 0.9 THEN {'role': 'identifier', 'why': 'singles out most rows alone'}
              ELSE {'role': 'quasi_identifier', 'why': 'no evidence either way: a quasi-identifier until reviewed'} END AS pick
@@ -76,7 +86,7 @@ SELECT column_name, column_type, pick.role AS suggested_role,
        pick.why || CASE WHEN unique_share >= 0.001 THEN '; singles out ' || round(100 * unique_share, 1) || ' % of rows alone'
                         ELSE '' END AS reason,
        distinct_share, unique_share, name_hint.role AS name_hint,
-       coalesce(value_kind, CASE WHEN dates THEN 'date' END) AS value_hint,
+       coalesce(value_kind, CASE WHEN dates THEN 'date' WHEN money THEN 'money' END) AS value_hint,
        CASE WHEN pick.role = 'quasi_identifier' THEN (SELECT share FROM qi_unique) END AS qi_unique_share
 FROM suggested ORDER BY position;
 
@@ -84,7 +94,7 @@ CREATE OR REPLACE MACRO suggest_roles(table_name) AS TABLE
 SELECT * FROM query('SELECT * FROM anon_suggest_roles('
     || CASE WHEN table_name IS NULL OR typeof(table_name) <> 'VARCHAR'
             THEN error('suggest_roles(): argument ''table_name'' must name a table or view, got ' || coalesce(table_name::VARCHAR, 'NULL'))
-            ELSE anon_sql_literal(table_name) END || ')');
+            ELSE anon_sql_literal(anon_after(anon_name_ok('suggest_roles', 'table_name', table_name), table_name)) END || ')');
 
 -- The suggestions as SQL for the user to review and run: one INSERT into anon_column_roles per column (the
 -- reason as a comment), then a policy line with k = 10 to adjust. Names reach the text only as escaped

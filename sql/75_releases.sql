@@ -30,10 +30,12 @@ CREATE TABLE IF NOT EXISTS anon_releases (
 -- the effective class: the people whose labels equal theirs in release A and in release B.
 CREATE OR REPLACE MACRO anon_differencing_people(release_a, release_b, qis, id_column) AS TABLE
 WITH
-a AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM query_table(release_a)),
-b AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM query_table(release_b)),
-checked AS (  -- an id that repeats would pair rows of different people
-    SELECT anon_check((SELECT count(DISTINCT __anon_id) < count(*) FROM a), 'release_differencing', 'id_column',
+a AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_a, anon_names(qis, id_column))),
+b AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_b, anon_names(qis, id_column))),
+checked AS (  -- both releases have the columns; an id that repeats would pair rows of different people
+    SELECT (SELECT ok FROM anon_require_columns('release_differencing', 'release_a', release_a, anon_names(qis, id_column)))
+       AND (SELECT ok FROM anon_require_columns('release_differencing', 'release_b', release_b, anon_names(qis, id_column)))
+       AND anon_check((SELECT count(DISTINCT __anon_id) < count(*) FROM a), 'release_differencing', 'id_column',
                       'does not identify the rows of release_a: a value repeats')
        AND anon_check((SELECT count(DISTINCT __anon_id) < count(*) FROM b), 'release_differencing', 'id_column',
                       'does not identify the rows of release_b: a value repeats') AS ok),
@@ -51,8 +53,8 @@ FROM both_releases;
 CREATE OR REPLACE MACRO anon_release_differencing(release_a, release_b, qis, id_column, k) AS TABLE
 WITH
 achieved AS (
-    SELECT least((SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM query_table(release_a)) GROUP BY c)),
-                 (SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM query_table(release_b)) GROUP BY c))) AS smallest),
+    SELECT least((SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM anon_read(release_a, qis)) GROUP BY c)),
+                 (SELECT min(n) FROM (SELECT count(*) AS n FROM (SELECT row(*COLUMNS(qis)) AS c FROM anon_read(release_b, qis)) GROUP BY c))) AS smallest),
 people AS (SELECT p.*, coalesce(k, a.smallest) AS k_used
            FROM anon_differencing_people(release_a, release_b, qis, id_column) p, achieved a)
 SELECT count(*) AS people_in_both, coalesce(k, (SELECT smallest FROM achieved)) AS k,
@@ -66,9 +68,9 @@ FROM people;
 CREATE OR REPLACE MACRO release_differencing(release_a, release_b, qis, id_column, k := NULL) AS TABLE
 SELECT * FROM query('SELECT * FROM anon_release_differencing('
     || CASE WHEN release_a IS NULL THEN error('release_differencing(): argument ''release_a'' must name a table')
-            ELSE anon_sql_literal(release_a) END || ', '
+            ELSE anon_sql_literal(anon_after(anon_name_ok('release_differencing', 'release_a', release_a), release_a)) END || ', '
     || CASE WHEN release_b IS NULL THEN error('release_differencing(): argument ''release_b'' must name a table')
-            ELSE anon_sql_literal(release_b) END || ', '
+            ELSE anon_sql_literal(anon_after(anon_name_ok('release_differencing', 'release_b', release_b), release_b)) END || ', '
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR len(qis) = 0 OR try_cast(qis AS VARCHAR[]) IS NULL
                  OR list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL), true)
                  THEN error('release_differencing(): argument ''qis'' must be a non-empty list of column names')

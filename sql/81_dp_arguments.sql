@@ -10,7 +10,8 @@ CREATE OR REPLACE MACRO anon_dp_arguments_ok(fn, table_name, group_by, value, ma
                                              min_value, max_value, privacy_unit_column, noisy := false, aggregates := NULL,
                                              epsilon := NULL, delta := NULL, noise := NULL, public_groups := NULL,
                                              confidence := NULL) AS
-    anon_name_ok(fn, 'table_name', table_name)
+    anon_needs_python(fn)
+    AND anon_name_ok(fn, 'table_name', table_name)
     AND anon_columns_ok(fn, 'group_by', group_by)
     AND anon_check(value IS NOT NULL AND (typeof(value) <> 'VARCHAR' OR value::VARCHAR = ''), fn, 'value',
                    'must be a column name or NULL, got ' || anon_shown(value))

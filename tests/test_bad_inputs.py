@@ -4,6 +4,9 @@ BAD_INPUTS rows are (sql, function, name): running `sql` must raise a DuckDB err
 `function(): argument '` and `name` (the argument at fault or, for a wrong-shaped table, the column it
 lacks). Each runs on a fresh connection holding the small tables of `tables` below.
 """
+import subprocess
+import sys
+
 import duckdb
 import pytest
 
@@ -236,3 +239,100 @@ def test_every_public_function_has_a_row(fresh):
     covered |= {words[0].removesuffix("()") for _, words in PATTERN_BAD_INPUTS}
     missing = public - covered - set(NO_ARGUMENTS)
     assert not missing, f"public functions without a bad-input row: {sorted(missing)}"
+
+
+# A table name DuckDB's parser cannot read (a double quote inside an unquoted name), a column the table
+# lacks, a table of the wrong shape: (sql, function, argument) -- the error must name `function(): argument
+# 'argument'`, whatever the function and wherever the argument sits.
+ODD = "'we\"ird'"
+NAMED = [(f"SELECT * FROM {call}", function, argument) for call, function, argument in [
+    (f"hierarchy_intervals({ODD}, 'age', [5])", "hierarchy_intervals", "table_name"),
+    (f"hierarchy_dates({ODD}, 'seen')", "hierarchy_dates", "table_name"),
+    (f"equivalence_classes({ODD}, ['age'])", "equivalence_classes", "table_name"),
+    (f"release_measures({ODD}, ['age'])", "release_measures", "table_name"),
+    (f"ncp({ODD}, 't', ['age'], 'id')", "ncp", "release_table"),
+    (f"ncp('rel', {ODD}, ['age'], 'id')", "ncp", "original_table"),
+    (f"ncp('rel', 't', ['zip'], 'id', hierarchies := {{'zip': {ODD}}})", "ncp", "hierarchies"),
+    (f"distortion('rel_typed', {ODD}, ['age'], 'id')", "distortion", "original_table"),
+    (f"class_profile({ODD}, ['age'])", "class_profile", "table_name"),
+    (f"privacy_measures({ODD}, ['age'], sensitive := 'diag')", "privacy_measures", "table_name"),
+    (f"risk_measures('rel', ['age'], population_table := {ODD})", "risk_measures", "population_table"),
+    (f"record_risks({ODD}, ['age'])", "record_risks", "table_name"),
+    (f"linkage_classes({ODD}, 't', ['age'], 'id')", "linkage_classes", "release_table"),
+    (f"linkage_classes('rel', {ODD}, ['age'], 'id')", "linkage_classes", "aux_table"),
+    (f"linkage_classes('rel', 't', ['zip'], 'id', hierarchies := {{'zip': {ODD}}})", "linkage_classes", "hierarchies"),
+    (f"linkage_nearest('rel', {ODD}, ['age'], 'id')", "linkage_nearest", "aux_table"),
+    (f"linkage_rank('rel_typed', {ODD}, ['age'], 'id')", "linkage_rank", "original_table"),
+    (f"linkage_pattern('t', {ODD}, 'age', 'id')", "linkage_pattern", "original_table"),
+    (f"deanonymize('ratings', {ODD})", "deanonymize", "aux_table"),
+    (f"deanonymize_evaluate('ratings', 'aux', {ODD})", "deanonymize_evaluate", "truth_table"),
+    (f"synthetic_aux({ODD}, 5)", "synthetic_aux", "table_name"),
+    (f"localities({ODD}, 'age', 5)", "localities", "table_name"),
+    (f"check_localities('t', 'age', {ODD})", "check_localities", "locality_table"),
+    (f"random_walk({ODD}, 'age', 'loc')", "random_walk", "table_name"),
+    (f"random_walk('t', 'age', {ODD})", "random_walk", "locality_table"),
+    (f"suggest_roles({ODD})", "suggest_roles", "table_name"),
+    (f"release_differencing('rel', {ODD}, ['age'], 'id')", "release_differencing", "release_b"),
+    (f"dp_aggregate({ODD}, ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, privacy_unit_column := 'id')",
+     "dp_aggregate", "table_name"),
+    (f"mondrian({ODD}, ['age'], 5)", "mondrian", "table_name"),
+    (f"mondrian_classes({ODD}, ['age'], 5)", "mondrian_classes", "table_name"),
+    (f"mondrian('t', ['zip'], 5, hierarchies := {{'zip': {ODD}}})", "mondrian", "hierarchies"),
+    # a column the table lacks
+    ("mondrian('t', ['age', 'nope'], 5)", "mondrian", "qis"),
+    ("mondrian('t', ['age'], 5, sensitive := 'nope', l := 2)", "mondrian", "sensitive"),
+    ("mondrian_classes('t', ['nope'], 5)", "mondrian_classes", "qis"),
+    ("ncp('rel', 't', ['age'], 'nope')", "ncp", "original_table"),
+    ("release_differencing('rel', 'rel', ['nope'], 'id')", "release_differencing", "release_a"),
+    ("release_differencing('rel', 't', ['age'], 'nope')", "release_differencing", "release_a"),
+    ("privacy_measures('rel', ['age'], sensitive := 'nope')", "privacy_measures", "sensitive"),
+    # a table of the wrong shape
+    ("random_walk('t', 'age', 't')", "random_walk", "locality_table"),
+    ("deanonymize('ratings', 'ratings')", "deanonymize", "aux_table"),
+]]
+
+
+def test_every_error_names_the_function_and_the_argument(fresh):
+    """All rows on one connection; every mismatch is reported at once."""
+    fresh.execute("CREATE TEMP TABLE loc AS SELECT * FROM localities('t', 'age', 5)")
+    wrong = []
+    for sql, function, argument in NAMED:
+        try:
+            fresh.execute(sql).fetchall()
+            wrong.append(f"{sql}: no error")
+        except duckdb.Error as err:
+            if f"{function}(): argument '{argument}'" not in str(err):
+                wrong.append(f"{sql}: {str(err).splitlines()[0]}")
+    assert not wrong, "\n".join(wrong)
+
+
+PLAIN_CLIENT = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])  # never imports duckdb_anon
+out = []
+for sql in ["SELECT * FROM mondrian('t', ['age', 'nope'], 5)", "SELECT * FROM release_measures('we\\"ird', ['age'])",
+            "SELECT * FROM random_walk('t', 'age', 'loc')"]:
+    if 'random_walk' in sql:  # what a client that is not Python (the duckdb shell, JDBC, ...) is told
+        con.execute("CREATE TEMP MACRO anon_needs_python(fn) AS anon_python_api_ok(fn, 'cli')")
+    try:
+        con.execute(sql).fetchall()
+        out.append('no error')
+    except duckdb.Error as err:
+        out.append(str(err).splitlines()[0])
+print('\\n'.join(out))
+"""
+
+
+def test_a_plain_client_is_told_the_function_and_the_argument(tmp_path):
+    """From a process that never imports duckdb_anon: the SQL macros alone name the function and the
+    argument, and random_walk() says it needs the Python package instead of naming its internal kernel."""
+    path = str(tmp_path / "plain.duckdb")
+    con = duckdb_anon.connect(path)
+    con.execute("CREATE TABLE t AS SELECT range AS id, 20 + range % 9 AS age FROM range(30)")
+    con.execute("CREATE TABLE loc AS SELECT * FROM localities('t', 'age', 5)")
+    con.close()
+    lines = subprocess.run([sys.executable, "-c", PLAIN_CLIENT, path], capture_output=True, text=True, check=True,
+                           timeout=120).stdout.splitlines()
+    assert "mondrian(): argument 'qis'" in lines[0] and "'nope'" in lines[0], lines
+    assert "release_measures(): argument 'table_name'" in lines[1], lines
+    assert "random_walk() needs the duckdb_anon Python package" in lines[2] and "anon_random_walk" not in lines[2], lines

@@ -1,5 +1,6 @@
 """duckdb-anon suggest-roles and publish, run as real subprocesses on real files."""
 import os
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
+from duckdb_anon.cli import main
 
 ROLES = {"patient_id": "identifier", "email": "identifier", "age": "quasi_identifier", "zip": "quasi_identifier",
          "diagnosis": "sensitive", "site": "insensitive"}
@@ -31,9 +33,21 @@ def patients_csv(tmp_path):
 
 
 def roles_printed(stdout: str) -> dict[str, str]:
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in stdout.splitlines() if line.startswith("│")]
-    header = rows[0]
-    return {r[header.index("column_name")]: r[header.index("suggested_role")] for r in rows[2:]}
+    """The printed suggestions: 'column  type  role  reason' lines (a reason's further lines are indented)."""
+    rows = [re.split(r"\s{2,}", line, maxsplit=3) for line in stdout.splitlines() if line and not line[0].isspace()]
+    assert rows[0][:3] == ["column", "type", "suggested role"], stdout
+    return {r[0]: r[2] for r in rows[1:]}
+
+
+def test_suggest_roles_fits_100_columns_and_wide_shows_the_evidence(patients_csv, capsys):
+    """Before: DuckDB's table of every evidence column, about 230 characters wide in a pipe."""
+    assert main(["suggest-roles", str(patients_csv), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100 and roles_printed(out) == ROLES
+    email = next(line for line in out.splitlines() if line.startswith("email "))
+    assert email.split("  ")[-1].strip().startswith("contact or address name")
+    assert main(["suggest-roles", str(patients_csv), "--quiet", "--wide"]) == 0
+    assert "qi_unique_share" in capsys.readouterr().out and "qi_unique_share" not in out
 
 
 def test_suggest_roles_on_a_file_prints_them_and_writes_declarations_that_run(patients_csv, tmp_path):

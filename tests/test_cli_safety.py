@@ -30,6 +30,9 @@ def folder(tmp_path):
     (tmp_path / "wc_partial.txt").write_text("a;ab;*\nb;ab;*\n")
     (tmp_path / "empty.txt").write_text("\n")
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    (tmp_path / "unclosed.csv").write_text('age,zip\n1,2\n"3,4\n5,6\n')  # a quote that never closes
+    deep = ["age,zip", *(f"{i},{i % 7}" for i in range(30000)), '"3,4', "5,6"]  # past DuckDB's sample
+    (tmp_path / "unclosed_deep.csv").write_text("\n".join(deep) + "\n")
     return tmp_path
 
 
@@ -92,6 +95,9 @@ def test_bad_mondrian_arguments_exit_2_naming_them(folder, capsys, extra, names)
     ("{f}/missing.csv", ["INPUT", "does not exist"]),
     ("{f}/wc.txt", ["INPUT", ".csv or .parquet"]),
     ("{f}/broken.parquet", ["INPUT", "cannot read"]),
+    # strict CSV: read leniently, these were taken as the value '"3' (and the release written)
+    ("{f}/unclosed.csv", ["INPUT", "unclosed.csv", "not well-formed CSV", "never closes"]),
+    ("{f}/unclosed_deep.csv", ["INPUT", "unclosed_deep.csv", "line 30002", "unterminated quote"]),
 ])
 def test_bad_input_files_exit_2(folder, capsys, source, names):
     before = snapshot(folder)
@@ -219,3 +225,50 @@ def test_kill_9_leaves_a_temporary_file_that_the_next_run_removes(tmp_path):
     done = run("mondrian", source, "--qi", "age,zip", "-k", "10", "--drop", "id", "-o", target)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet", "out.parquet"]
+
+
+def test_a_locked_database_exits_4_not_2(tmp_path):
+    """Another process holds the file's write lock: nothing is wrong with the command (2 would say so); the
+    caller can retry later."""
+    path = tmp_path / "busy.duckdb"
+    holder = duckdb.connect(str(path))  # this process holds the lock; the command runs in another one
+    try:
+        out = subprocess.run([sys.executable, "-m", "duckdb_anon.cli", "sql", str(path), "SELECT 1"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        holder.close()
+    assert out.returncode == 4, out.stderr
+    assert "DATABASE" in out.stderr and "locked by another process" in out.stderr and "Traceback" not in out.stderr
+
+
+HELP_ONLY = """
+import sys
+from duckdb_anon.cli import main
+for argv in (["--version"], ["--help"]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+print(sorted(m for m in ("duckdb", "sqlglot", "pandas", "pyarrow", "numpy", "duckdb_anon.commands.report") if m in sys.modules))
+"""
+
+
+def test_version_and_help_import_no_heavy_module():
+    """--version and --help answer without importing duckdb, sqlglot, numpy, pandas, pyarrow or a
+    subcommand's module (about a second on this machine; under 0.3 s without them)."""
+    out = subprocess.run([sys.executable, "-c", HELP_ONLY], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+    assert "dp-publish" in out.stdout and "suggest-roles" in out.stdout and "locked by another process" in out.stdout
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(monkeypatch, capsys):
+    """Ctrl-C in the first second lands while the subcommand's module is imported."""
+    from duckdb_anon import cli
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "import_module", interrupted)
+    assert cli.main(["report", "x.csv", "--qi", "a"]) == 130
+    assert "interrupted" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """The documentation runs: every ```sql and ```python block of README.md and docs/*.md, in page order, on a
 fresh database holding the example data, and every ```sh block made only of `duckdb-anon` commands.
+README.md runs as a new user runs it: in an empty folder, and then a second time in the same folder (a tour
+that leaves something behind it cannot run again must fail here).
 
 A block that needs data a test cannot have opts out visibly, with a first line starting
 `-- not run by the tests:` (SQL) or `# not run by the tests:` (Python, shell) followed by the reason.
@@ -93,18 +95,16 @@ def page_ids():
     return [str(page.relative_to(ROOT)) for page in PAGES]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=page_ids())
-def test_every_block_of_the_page_runs(page, example_folder, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def run_page(page: Path, folder: Path) -> None:
+    """Every runnable block of `page`, in order, in `folder` (the working directory), on clinic.duckdb there."""
     found = [(line, language, code) for line, language, code in blocks(page) if runnable(language, code)]
-    shutil.copytree(example_folder, tmp_path, dirs_exist_ok=True)
     namespace = {"duckdb_anon": duckdb_anon, "con": None}  # connected when a SQL or Python block needs it
     try:
         for line, language, code in found:
             where = f"{page.name}, block at line {line}"
             try:
                 if language in ("sql", "python") and namespace["con"] is None:
-                    namespace["con"] = duckdb_anon.connect(str(tmp_path / "clinic.duckdb"))
+                    namespace["con"] = duckdb_anon.connect(str(folder / "clinic.duckdb"))
                 if language == "sql":
                     namespace["con"].execute(code).fetchall()
                 elif language == "python":
@@ -119,6 +119,22 @@ def test_every_block_of_the_page_runs(page, example_folder, tmp_path, monkeypatc
     finally:
         if namespace["con"] is not None:
             namespace["con"].close()
+
+
+@pytest.mark.parametrize("page", PAGES[1:], ids=page_ids()[1:])
+def test_every_block_of_the_page_runs(page, example_folder, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(example_folder, tmp_path, dirs_exist_ok=True)
+    run_page(page, tmp_path)
+
+
+def test_the_readme_runs_in_an_empty_folder_twice(tmp_path, monkeypatch):
+    """A new user's first session, then the same blocks again (a notebook re-run): the README creates
+    whatever it reads, and nothing it leaves behind stops a second run."""
+    monkeypatch.chdir(tmp_path)
+    assert PAGES[0].name == "README.md" and not any(tmp_path.iterdir())
+    run_page(PAGES[0], tmp_path)
+    run_page(PAGES[0], tmp_path)
 
 
 def test_the_pages_have_blocks_and_links_that_resolve():

@@ -89,8 +89,10 @@ def test_hostile_names_are_read_as_names(con):
     levels.mondrian(con, name, ['a"b', "c;d"], 4, into='out"x')
     assert con.execute('SELECT count(*) FROM "out""x"').fetchall()[0][0] == 20
     assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 1
-    with pytest.raises(ValueError, match="argument 'table_name'"):
+    with pytest.raises((ValueError, duckdb.Error), match="argument 'table_name'"):  # a name DuckDB cannot read
         levels.mondrian(con, 'no"such', ["x"], 2, into="y")
+    with pytest.raises(ValueError, match="argument 'table_name'"):
+        levels.mondrian(con, "no_such", ["x"], 2, into="y")
 
 
 def test_same_release_whatever_the_thread_count(con):

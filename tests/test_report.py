@@ -1,6 +1,7 @@
 """duckdb-anon report, run as a real subprocess on a Mondrian release of the shipped Adult data. The numbers
 it prints are checked against pandas recomputations over the release file alone."""
 import base64
+import json
 import re
 import subprocess
 import sys
@@ -159,7 +160,7 @@ def test_text_from_the_data_is_escaped(tmp_path):
     page = parse(tmp_path / "odd.html")
     tags = {p.rsplit("/", 1)[-1] for p in page.paths}
     assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "small",
-                    "table", "thead", "tbody", "tr", "th", "td", "img"}, tags  # no <script>, no <b>
+                    "table", "thead", "tbody", "tr", "th", "td", "img", "div", "dl", "dt", "dd"}, tags  # no <script>, no <b>
     text = "".join(page.text)
     assert "<script>alert(1)</script>" in text and column in text and table in text
     assert number(summary_values(out.stdout)["classes"]) == 5  # the script value and v0..v3
@@ -221,6 +222,8 @@ def test_gates_that_hold_exit_0(files, tmp_path):
     assert set(gates) == {"--require-k 10", "--require-l 1", "--max-prosecutor-risk 0.1", "--max-linkage 0.1"}
     assert all(v.startswith("passed: ") for v in gates.values()) and out.stderr == ""
     assert "Release gates" in "".join(parse(target).text)
+    assert re.search(r'<div class="verdict pass" id="verdict"><strong>PASS</strong>: the release passes all 4 gate',
+                     target.read_text(encoding="utf-8"))
 
 
 def test_failing_gates_exit_3_name_each_with_its_value_and_still_write_the_report(files, tmp_path):
@@ -249,6 +252,9 @@ def test_failing_gates_exit_3_name_each_with_its_value_and_still_write_the_repor
     assert float(measured.split("= ")[1]) == pytest.approx(linkage, rel=1e-5)
     assert "fails 4 of 4 gate(s)" in out.stderr and "--require-k" in out.stderr and "achieved k = " in out.stderr
     assert target.is_file() and "FAILED" in "".join(parse(target).text)
+    page = target.read_text(encoding="utf-8")
+    banner = re.search(r'<div class="verdict fail" id="verdict">(.*?)</div>', page).group(1)
+    assert "fails 4 of 4 gate(s)" in banner and banner.count("<li>") == 4 and "PASS" not in banner
     assert number(summary_values(out.stdout)["linkage"].removeprefix("reidentified ")) == pytest.approx(linkage, abs=1e-4)
 
 
@@ -271,3 +277,40 @@ def test_a_gate_that_cannot_be_measured_fails(files, tmp_path):
     assert out.returncode == 3, out.stderr
     assert gate_lines(out.stdout) == {"--max-linkage 1": "FAILED: not measurable"}
     assert (tmp_path / "r.html").is_file()
+
+
+def test_the_page_fits_a_laptop_screen_and_explains_its_measures(full_report):
+    """No gates: a grey banner that says the page does not judge. Every table sits in a container that
+    scrolls sideways on its own (the page never does: at 1280 px a table of long class labels ran off the
+    right edge; bench/check_report_layout.py measures it in Chromium), long cells may wrap, and the page
+    says what each measure it shows means."""
+    _, target = full_report
+    text = target.read_text(encoding="utf-8")
+    page = parse(target)
+    tables = [path for path in page.paths if path.endswith("/table")]
+    assert len(tables) >= 3 and all(path.endswith("/div/table") for path in tables)
+    assert text.count('<div class="scroll"><table>') == len(tables)
+    style = re.search(r"<style>(.*?)</style>", text, re.S).group(1).replace("\n", "")
+    assert ".scroll{overflow-x:auto;max-width:100%}" in style and "overflow-wrap:anywhere" in style
+    assert '<div class="verdict none" id="verdict">No release gates given' in text
+    terms = re.findall(r"<dt>(.*?)</dt>", text)
+    assert {"achieved k", "prosecutor risk", "marketer risk", "sample uniques", "l-diversity", "NCP"} <= set(terms)
+    assert "linkage" not in terms and "Scoreboard-RH" not in terms  # only what the page shows
+
+
+def test_gates_only_without_o_print_json_for_pipelines(files, tmp_path, monkeypatch):
+    """No -o: nothing is written (no matplotlib needed), the measures and the gates go to stdout as JSON, and
+    the exit code still says whether the release passed."""
+    monkeypatch.chdir(tmp_path)
+    release = pd.read_parquet(files["release"])
+    sizes = class_sizes(release, ADULT_QIS)
+    out = run("report", files["release"], "--qi", QI_ARG, "--require-k", str(sizes.min()),
+              "--max-prosecutor-risk", "0.01", "--json", code=WITHOUT_MATPLOTLIB)
+    assert out.returncode == 3, out.stderr
+    document = json.loads(out.stdout)
+    assert document["output"] is None and list(tmp_path.iterdir()) == []
+    assert document["measures"]["release"]["rows"] == len(release)
+    assert document["measures"]["release"]["achieved_k"] == sizes.min()
+    assert document["measures"]["risk"]["marketer"] == pytest.approx(len(sizes) / len(release))
+    assert [(g["gate"], g["passed"]) for g in document["gates"]] == [("--require-k", True), ("--max-prosecutor-risk", False)]
+    assert document["passed"] is False and "fails 1 of 2 gate(s)" in out.stderr

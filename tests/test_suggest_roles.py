@@ -52,6 +52,23 @@ def test_adult_flags_the_survey_weight(adult_con):
     assert (got["suggested_role"] != "insensitive").all()  # no Adult column is a constant
 
 
+def test_income_and_outcome_columns_are_suggested_sensitive(adult_con):
+    """Adult's income bracket (`class`, '<=50K' / '>50K') and capital gains are what the table says about
+    people: sensitive, not quasi-identifiers. Income brackets are recognised by their values too, whatever
+    the column's name; plain numbers (an age) are not amounts of money."""
+    got = dict(adult_con.execute("SELECT column_name, suggested_role FROM suggest_roles('adult')").fetchall())
+    assert got["class"] == got["capital_gain"] == got["capital_loss"] == "sensitive"
+    assert got["age"] == got["sex"] == "quasi_identifier"
+    adult_con.execute("CREATE OR REPLACE TEMP VIEW renamed AS SELECT age, class AS bracket, "
+                      "'$' || (capital_gain + 1) AS amount, (capital_gain + 1) || 'k' AS earned FROM adult")
+    rows = {r[0]: r[1:] for r in adult_con.execute(
+        "SELECT column_name, suggested_role, value_hint FROM suggest_roles('renamed')").fetchall()}
+    shares = adult_con.execute("SELECT avg((class IN ('<=50K', '>50K'))::INT) FROM adult").fetchall()[0][0]
+    assert shares >= 0.8  # the bracket values are the money-like ones
+    assert rows["bracket"] == rows["amount"] == rows["earned"] == ("sensitive", "money")
+    assert rows["age"][0] == "quasi_identifier" and rows["age"][1] is None
+
+
 def test_suggested_declarations_run_and_leave_nothing_undeclared(con):
     make_people(con)
     text = con.execute("SELECT suggest_roles_sql('people')").fetchall()[0][0]

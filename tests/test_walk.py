@@ -147,6 +147,21 @@ def test_locality_table_of_another_column_is_refused(ages):
         ages.execute("SELECT * FROM random_walk('people', 'age', 'w_locs', iterations := 5)").fetchall()
 
 
+def test_the_locality_table_carries_its_segment_size(con):
+    """localities() writes segment_size into its table, and random_walk() cuts the same segments from it
+    without being told (it had to be told, or it cut segments of 20 and refused the table); a size given that
+    differs from the table's is still checked against the table."""
+    con.execute("CREATE TABLE t AS SELECT range AS id, (range * 37) % 101 AS v FROM range(120)")
+    con.execute("CREATE TABLE locs AS SELECT * FROM localities('t', 'v', segment_size := 8, sample := 0.5)")
+    assert con.execute("SELECT DISTINCT segment_size FROM locs").fetchall() == [(8,)]
+    told = con.execute("SELECT id, v FROM random_walk('t', 'v', 'locs', iterations := 20, segment_size := 8) "
+                       "ORDER BY id").fetchall()
+    read = con.execute("SELECT id, v FROM random_walk('t', 'v', 'locs', iterations := 20) ORDER BY id").fetchall()
+    assert read == told and len(read) == 120
+    with pytest.raises(duckdb.Error, match=r"random_walk\(\): argument 'locality_table' does not match .*segment_size 20"):
+        con.execute("SELECT * FROM random_walk('t', 'v', 'locs', iterations := 5, segment_size := 20)").fetchall()
+
+
 def test_distortion_of_numbers_and_of_a_typed_mondrian_release(con):
     con.execute("CREATE TABLE o AS SELECT range AS id, (range % 10 + 1)::DOUBLE AS a, 0.0 AS z FROM range(100)")
     con.execute("CREATE TABLE r AS SELECT id, a * 1.1 AS a, z + 0.5 AS z FROM o")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from duckdb_anon.commands import help_of
+
 
 def copy(args: argparse.Namespace) -> int:
     from duckdb_anon.commands.errors import BadArgument
@@ -54,7 +56,7 @@ def _print_summary(summary: list[dict]) -> None:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("copy", help="write a masked copy of a whole database: every table with its declarations applied",
+    p = sub.add_parser("copy", help=help_of("copy"),
                        description="Write every table of SOURCE to a new database file with its declared roles applied: "
                                    "identifiers dropped or pseudonymized, masked columns masked, other declared columns "
                                    "copied as they are; a column with no declared role refuses the copy (unless its "

@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon import connect, installed_version
-from duckdb_anon.commands.errors import BadArgument, first_line
+from duckdb_anon.commands import help_of
+from duckdb_anon.commands.errors import BadArgument, first_line, open_error
 from duckdb_anon.commands.progress import Progress
 
 # Errors of the machine rather than of the query: the command failed (exit 1); any other error the query
@@ -30,7 +31,7 @@ def open_database(argument: str, path_text: str, *, create: bool = False, hint: 
     try:
         return connect(path_text)  # installs, which also applies the declarations the file holds
     except duckdb.Error as exc:
-        raise BadArgument(argument, f"cannot open {path_text} as a DuckDB database: {first_line(exc)}") from None
+        raise open_error(argument, path_text, exc) from None
 
 
 def print_table(relation: duckdb.DuckDBPyRelation, max_rows: int) -> None:
@@ -84,7 +85,7 @@ def sql(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
-    p_sql = sub.add_parser("sql", help="run SQL on a database file with the functions installed",
+    p_sql = sub.add_parser("sql", help=help_of("sql"),
                            description="Run QUERY on DATABASE (a .duckdb file, or :memory:) after installing the "
                                        "functions in it, and print the last statement's result as a table.")
     p_sql.add_argument("database", metavar="DATABASE", help="the .duckdb file (it must exist), or :memory:")
@@ -93,7 +94,7 @@ def add_commands(sub) -> None:
     p_sql.add_argument("--quiet", action="store_true", help="no progress")
     p_sql.set_defaults(func=sql)
 
-    p_ins = sub.add_parser("install", help="install or upgrade the functions in a database file and apply its policies")
+    p_ins = sub.add_parser("install", help=help_of("install"))
     p_ins.add_argument("database", metavar="DATABASE", help="the .duckdb file")
     p_ins.add_argument("--create", action="store_true", help="create the file if it does not exist")
     p_ins.set_defaults(func=install_into)

@@ -7,6 +7,7 @@ import argparse
 import duckdb
 
 from duckdb_anon.commands.database import open_database, print_published
+from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import publish_error
 from duckdb_anon.commands.progress import Progress
 from duckdb_anon.dp.ledger import BudgetError, publish_dp, set_dp_budget
@@ -60,7 +61,7 @@ def publish(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("dp-budget", help="set the total privacy budget of the people of a table",
+    p = sub.add_parser("dp-budget", help=help_of("dp-budget"),
                        description="Set the total epsilon and delta that DP releases about the people of UNIT_TABLE "
                                    "(the table holding their person column) may spend; what was spent stays.")
     p.add_argument("database", metavar="DATABASE", help="the .duckdb file")
@@ -69,7 +70,7 @@ def add_commands(sub) -> None:
     p.add_argument("--delta", type=float, required=True)
     p.set_defaults(func=budget)
 
-    p = sub.add_parser("dp-publish", help="write DP aggregates of a table into a table, debiting its budget",
+    p = sub.add_parser("dp-publish", help=help_of("dp-publish"),
                        description="Run dp_aggregate() on TABLE into table NAME of DATABASE, record it in "
                                    "anon_dp_releases and debit the budget of its people, all or nothing; refused, "
                                    "saying what is left, when the budget cannot pay.")

@@ -8,6 +8,7 @@ ARGUMENT_ERROR = re.compile(r"(\w+)\(\): argument '([^']+)'")
 EXIT_FAILED = 1  # the work itself failed (or an optional dependency is missing)
 EXIT_BAD_ARGUMENT = 2  # the user's input, as argparse does for its own checks
 EXIT_GATE_FAILED = 3  # `report`: the release fails one of the gates (the report is still written)
+EXIT_LOCKED = 4  # the database file is open in another process: nothing is wrong with the command; retry later
 
 
 class BadArgument(ValueError):
@@ -16,6 +17,21 @@ class BadArgument(ValueError):
     def __init__(self, argument: str, message: str):
         super().__init__(f"{argument}: {message}")
         self.argument = argument
+
+
+class DatabaseLocked(RuntimeError):
+    """The database file is locked by another process (DuckDB allows one writer). The CLI exits with code 4,
+    so that a script can tell "try again later" from a wrong argument (2)."""
+
+
+def open_error(argument: str, path: object, exc: Exception) -> Exception:
+    """What opening `path` (given as `argument`) failed with: DatabaseLocked when another process holds the
+    file's lock, else a BadArgument naming the argument."""
+    text = first_line(exc)
+    if "Could not set lock on file" in text or "Conflicting lock" in text:
+        return DatabaseLocked(f"{argument}: {path} is locked by another process (DuckDB lets one process write a "
+                              f"database file at a time); close it there or retry later ({text.split(' See also')[0]})")
+    return BadArgument(argument, f"cannot open {path} as a DuckDB database: {text}")
 
 
 class MissingExtra(RuntimeError):

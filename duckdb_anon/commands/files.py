@@ -22,7 +22,7 @@ from typing import Iterator
 
 import duckdb
 
-from duckdb_anon.commands.errors import BadArgument, first_line
+from duckdb_anon.commands.errors import BadArgument, first_line, open_error
 
 CSV_SUFFIXES = (".csv", ".tsv")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -51,6 +51,23 @@ def data_file(argument: str, path_text: str) -> Path:
     return existing_file(argument, path_text)
 
 
+def csv_problem(exc: Exception, delimiter: str) -> str:
+    """What is wrong with a CSV file, from DuckDB's error: the line and the reason when DuckDB names them."""
+    text = str(exc)
+    if "Error when sniffing file" in text:
+        return (f"it is not well-formed CSV with the delimiter {delimiter!r} and '\"' quotes: a quoted field that "
+                f"never closes (such as \"3,4) or lines with different numbers of fields (give --delimiter if the "
+                f"file uses another one)")
+    lines = text.splitlines()
+    where = next((line.split("CSV Error on ", 1)[1] for line in lines if "CSV Error on " in line), None)
+    if where is None:
+        return first_line(exc)
+    after = lines[next(i for i, line in enumerate(lines) if "CSV Error on " in line) + 1:]
+    blank = next((i for i, line in enumerate(after) if not line.strip()), len(after))
+    reason = next((line.strip() for line in after[blank:] if line.strip()), "")
+    return f"{where.lower().replace(':', '')}: {reason}".rstrip(": ")
+
+
 def file_relation(con: duckdb.DuckDBPyConnection, argument: str, path_text: str, name: str,
                   csv: CsvOptions = CsvOptions()) -> str:
     """A temporary relation `name` (a plain name: letters, digits, _) over a CSV (parsed once, into a table)
@@ -58,9 +75,13 @@ def file_relation(con: duckdb.DuckDBPyConnection, argument: str, path_text: str,
     path = data_file(argument, path_text)
     suffix = path.suffix.lower()
     try:
-        if suffix in CSV_SUFFIXES:
-            con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM read_csv(?, delim := ?, header := ?)',
-                        [str(path), csv.delimiter or ("\t" if suffix == ".tsv" else ","), csv.header])
+        if suffix in CSV_SUFFIXES:  # strict RFC 4180: a malformed line is an error, never a silently odd value
+            delimiter = csv.delimiter or ("\t" if suffix == ".tsv" else ",")
+            try:
+                con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM read_csv(?, delim := ?, header := ?, '
+                            "quote := '\"', escape := '\"', strict_mode := true)", [str(path), delimiter, csv.header])
+            except duckdb.Error as exc:
+                raise BadArgument(argument, f"cannot read {path} as CSV: {csv_problem(exc, delimiter)}") from None
         else:
             con.execute(f"SET VARIABLE {name}_path = ?", [str(path)])
             con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS SELECT * FROM read_parquet(getvariable(\'{name}_path\'))')
@@ -76,7 +97,7 @@ def attach_database(con: duckdb.DuckDBPyConnection, path_text: str, argument: st
     try:
         con.execute(f"ATTACH ? AS {SOURCE_CATALOG} (READ_ONLY)", [str(path)])
     except duckdb.Error as exc:
-        raise BadArgument(argument, f"cannot open {path} as a DuckDB database: {first_line(exc)}") from None
+        raise open_error(argument, path, exc) from None
     # our macros live in the connection's own in-memory catalog; its name is DuckDB's, not user input
     home = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"SET search_path = '{SOURCE_CATALOG}.main,{home}.main'")

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon import connect, levels
+from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import BadArgument, argument_error
 from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of, data_file,
                                         file_relation, hierarchy_files, load_hierarchies, match_columns,
@@ -170,11 +171,11 @@ def mondrian(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
-    p_demo = sub.add_parser("demo", help="strict Mondrian on the shipped Adult data")
+    p_demo = sub.add_parser("demo", help=help_of("demo"))
     p_demo.add_argument("-k", type=int, default=10, help="k (default 10)")
     p_demo.set_defaults(func=demo)
 
-    p = sub.add_parser("mondrian", help="k-anonymize a CSV or Parquet file",
+    p = sub.add_parser("mondrian", help=help_of("mondrian"),
                        description="Write the Mondrian release of INPUT to -o, through a temporary file renamed "
                                    "into place: a failed run leaves nothing behind. Say what to publish besides the "
                                    "QIs with --keep, --drop or --keep-all; without one nothing is written.")

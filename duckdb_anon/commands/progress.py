@@ -3,9 +3,11 @@
 DuckDB's own progress bar is no help here: Mondrian's recursive partitioning reports no progress to it, so
 the bar only appears, at 100 %, when the query ends. Instead a second thread polls the connection
 (``query_progress()`` may be called while another thread runs a query) and, once the run has lasted
-`after` seconds, prints every `every` seconds the step under way, the time elapsed, and DuckDB's percentage
-for the step when it moves (reading and writing files report one). On a terminal the line is redrawn in
-place; otherwise (a log, a pipe) each update is a line of its own.
+`after` seconds, shows the step under way, the time elapsed, and DuckDB's percentage for the step when it
+moves (reading and writing files report one). On a terminal it is one line, redrawn in place every `every`
+seconds. In a log or a pipe, where every update stays as a line of its own, a line is written only when
+something changed: a new step, the percentage past another tenth, or (for a long step without one) another
+`quiet_for` seconds gone.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import duckdb
 
 AFTER_SECONDS = 1.0  # quick runs print nothing
 EVERY_SECONDS = 1.0
+QUIET_FOR_SECONDS = 60.0  # logs and pipes: the longest silence during a step that reports no percentage
 
 
 def quiet_duckdb(con: duckdb.DuckDBPyConnection) -> None:
@@ -29,8 +32,10 @@ class Progress:
     """Use as a context manager around a command's work; call :meth:`step` as it moves on."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, command: str, *, quiet: bool,
-                 after: float = AFTER_SECONDS, every: float = EVERY_SECONDS, stream=None):
+                 after: float = AFTER_SECONDS, every: float = EVERY_SECONDS, quiet_for: float = QUIET_FOR_SECONDS,
+                 stream=None):
         self.con, self.command, self.quiet, self.after, self.every = con, command, quiet, after, every
+        self.quiet_for = quiet_for
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self._step, self._step_first = "starting", None
@@ -59,7 +64,8 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def _line(self, elapsed: float) -> str:
+    def _state(self) -> tuple[str, float | None]:
+        """The step under way and DuckDB's percentage for it (None while it does not move)."""
         try:
             percent = self.con.query_progress()  # -1 when no query runs
         except duckdb.Error:
@@ -68,19 +74,28 @@ class Progress:
             if percent >= 0 and self._step_first is None:
                 self._step_first = percent
             moving = percent >= 0 and self._step_first is not None and percent - self._step_first >= 0.5
-            step = self._step
-        shown = f", {percent:.0f} %" if moving else ""
+            return self._step, percent if moving else None
+
+    def _line(self, step: str, percent: float | None, elapsed: float) -> str:
+        shown = "" if percent is None else f", {percent:.0f} %"
         return f"duckdb-anon {self.command}: {step} ({elapsed:.0f} s{shown})"
 
     def _run(self) -> None:
-        last = None
+        last, last_key = None, None
         while not self._stop.wait(0.1):
             now = time.perf_counter()
             elapsed = now - self._started
             if elapsed < self.after or (last is not None and now - last < self.every):
                 continue
+            step, percent = self._state()
+            if self.tty:
+                self.stream.write(f"\r{self._line(step, percent, elapsed)}\x1b[K")
+            else:  # a line when the step or the tenth changes, or after a long silence
+                key = (step, None if percent is None else int(percent // 10))
+                if key == last_key and now - last < self.quiet_for:
+                    continue
+                last_key = key
+                self.stream.write(self._line(step, percent, elapsed) + "\n")
             last = now
-            line = self._line(elapsed)
-            self.stream.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
             self.stream.flush()
             self._printed = True

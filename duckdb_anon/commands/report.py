@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import duckdb
 from duckdb_anon import connect
 from duckdb_anon import report as anon_report
 from duckdb_anon.commands import gates as release_gates
+from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import EXIT_GATE_FAILED, BadArgument, argument_error
 from duckdb_anon.commands.files import (attach_database, checked_output, column_list, columns_of, data_file,
                                         existing_file, file_relation, hierarchy_files, load_hierarchies, match_columns,
@@ -102,11 +104,29 @@ def _request(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> anon_r
         scoreboard_truth=scoreboard_truth, scoreboard_label=args.scoreboard_aux or "")
 
 
+def _json(request: anon_report.ReportRequest, measures, gates: list, target: Path | None) -> str:
+    """The --json document: every measure as the SQL macros returned it, the gates, the verdict."""
+    document = {"release": request.label, "qis": list(request.qis), "output": None if target is None else str(target)}
+    if isinstance(measures, anon_report.PerturbedMeasures):
+        document["perturbed"] = {name: value for name, value in anon_report.perturbed_summary(measures)}
+    else:
+        document["measures"] = {name: getattr(measures, name) for name in
+                                ("release", "risk", "privacy", "ncp", "linkage", "scoreboard", "non_qi_columns")}
+    document["gates"] = [{"gate": g.option, "limit": g.limit, "measure": g.measure, "measured": g.measured,
+                          "passed": g.passed} for g in gates]
+    document["passed"] = all(g.passed for g in gates)
+    return json.dumps(document, indent=2, default=str)
+
+
 def report(args: argparse.Namespace) -> int:
     check_arguments(args)
-    target, _ = checked_output("-o", args.output, {".html": "html", ".htm": "html"}, force=args.force,
-                               inputs=_inputs(args))
-    anon_report.require_matplotlib()
+    target = None
+    if args.output is not None:
+        target, _ = checked_output("-o", args.output, {".html": "html", ".htm": "html"}, force=args.force,
+                                   inputs=_inputs(args))
+        anon_report.require_matplotlib()
+    elif args.force:
+        raise BadArgument("--force", "replaces -o; without -o no file is written")
     con = connect()
     try:
         started = time.perf_counter()
@@ -127,14 +147,19 @@ def report(args: argparse.Namespace) -> int:
                 except duckdb.Error as exc:
                     raise argument_error(exc, SCOREBOARD_OPTIONS) or exc
             gates = release_gates.evaluate(args, measures)
-            progress.step(f"writing {target}")
-            with written_atomically(target, "-o", force=args.force) as temporary:
-                anon_report.write_html(temporary, request, measures, anon_report.render_plots(request, measures),
-                                       [g.row() for g in gates])
-        print(anon_report.summary_text(request, measures))
-        if gates:
-            print(release_gates.gates_text(gates, measures))
-        print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
+            if target is not None:
+                progress.step(f"writing {target}")
+                with written_atomically(target, "-o", force=args.force) as temporary:
+                    anon_report.write_html(temporary, request, measures, anon_report.render_plots(request, measures),
+                                           [g.row() for g in gates])
+        if args.json:
+            print(_json(request, measures, gates, target))
+        else:
+            print(anon_report.summary_text(request, measures))
+            if gates:
+                print(release_gates.gates_text(gates, measures))
+            if target is not None:
+                print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
         failed = [g for g in gates if not g.passed]
         if failed:
             listed = "; ".join(f"{gate} ({measured})" for gate, measured, _ in (g.row() for g in failed))
@@ -147,22 +172,27 @@ def report(args: argparse.Namespace) -> int:
 
 
 def _perturbed(con: duckdb.DuckDBPyConnection, args: argparse.Namespace, request: anon_report.ReportRequest,
-               target: Path, progress: Progress, started: float) -> int:
+               target: Path | None, progress: Progress, started: float) -> int:
     """--perturbed: distortion and the re-linkage audits of a perturbed release, instead of class measures."""
     progress.step("auditing the perturbed release")
     try:
         measures = anon_report.gather_perturbed(con, request)
     except duckdb.Error as exc:
         raise argument_error(exc, OPTIONS) or exc
-    with written_atomically(target, "-o", force=args.force) as temporary:
-        summary = anon_report.write_perturbed_html(temporary, request, measures)
-    print(summary)
-    print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
+    if target is not None:
+        with written_atomically(target, "-o", force=args.force) as temporary:
+            anon_report.write_perturbed_html(temporary, request, measures)
+    if args.json:
+        print(_json(request, measures, [], target))
+        return 0
+    print(anon_report.perturbed_summary_text(request, measures))
+    if target is not None:
+        print(f"wrote {target} in {time.perf_counter() - started:.2f} s")
     return 0
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("report", help="an HTML report on a release: class sizes, risk, l/t, NCP, linkage; gates",
+    p = sub.add_parser("report", help=help_of("report"),
                        description="Write an HTML report on RELEASE and print its summary. With gates "
                                    "(--require-k, --require-l, --max-prosecutor-risk, --max-linkage, --max-top1, "
                                    "--max-top5, --max-unique-records) the command "
@@ -199,7 +229,9 @@ def add_commands(sub) -> None:
     for option, _, measure, _ in release_gates.SCOREBOARD_GATES:
         gates.add_argument(option, type=float, metavar="R",
                            help=f"the {measure} (deanonymize_evaluate, with --scoreboard-aux) must not exceed R")
-    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    p.add_argument("-o", "--output", help="the .html file to write; without it, the measures and gates only "
+                                            "(no file, no matplotlib needed)")
+    p.add_argument("--json", action="store_true", help="print the measures and gates as one JSON object (for pipelines)")
     p.add_argument("--force", action="store_true", help="replace -o if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=report)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import duckdb
 
 from duckdb_anon import connect, new_pseudonym_key, publish_release, publish_rerelease, set_pseudonym_key
+from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import BadArgument, argument_error, publish_error
 from duckdb_anon.commands.database import open_database, print_published, print_table
 from duckdb_anon.commands.files import (attach_database, checked_output, columns_of, data_file, existing_file,
@@ -30,6 +32,24 @@ def _table_name_for(path: Path, given: str | None) -> str:
         return given
     name = re.sub(r"[^A-Za-z0-9_]", "_", path.stem).lower() or "t"
     return name if PLAIN_NAME.fullmatch(name) else f"t_{name}"
+
+
+def suggestions_text(rows: list[tuple[str, str, str, str]], width: int = 100) -> str:
+    """suggest_roles()'s column, type, role and reason as lines of at most `width` characters (a name or type
+    longer than its column is cut with '~'); the reason wraps under its own column."""
+    def cut(text: str, size: int) -> str:
+        return text if len(text) <= size else text[:size - 1] + "~"
+
+    header = ("column", "type", "suggested role", "reason")
+    sizes = [min(max(len(str(r[i])) for r in [header, *rows]), limit) for i, limit in ((0, 22), (1, 12), (2, 16))]
+    room = max(width - sum(sizes) - 6, 20)
+    lines = []
+    for row in [header, *rows]:
+        left = "  ".join(cut(str(value), size).ljust(size) for value, size in zip(row[:3], sizes))
+        wrapped = textwrap.wrap(str(row[3]), room) or [""]
+        lines.append(f"{left}  {wrapped[0]}".rstrip())
+        lines += [f"{' ' * (len(left) + 2)}{more}" for more in wrapped[1:]]
+    return "\n".join(lines)
 
 
 def suggest_roles(args: argparse.Namespace) -> int:
@@ -55,7 +75,11 @@ def suggest_roles(args: argparse.Namespace) -> int:
                 table = file_relation(con, "SOURCE", args.source, _table_name_for(Path(args.source), args.table))
             progress.step("suggesting roles")
             try:
-                print_table(con.sql("SELECT * FROM suggest_roles(?)", params=[table]), max_rows=10_000)
+                if args.wide:
+                    print_table(con.sql("SELECT * FROM suggest_roles(?)", params=[table]), max_rows=10_000)
+                else:
+                    print(suggestions_text(con.execute("SELECT column_name, column_type, suggested_role, reason "
+                                                       "FROM suggest_roles(?)", [table]).fetchall()))
                 declarations = con.execute("SELECT suggest_roles_sql(?)", [table]).fetchall()[0][0]
             except duckdb.Error as exc:
                 raise argument_error(exc, {"table_name": "SOURCE"}) or exc from None
@@ -138,12 +162,12 @@ def new_key(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("new-key", help="print a new 256-bit pseudonym key (anon-key-v1-..., self-checking)",
+    p = sub.add_parser("new-key", help=help_of("new-key"),
                        description="Print a new pseudonym key from the operating system's secure generator. Keep it "
                                    "secret, out of the database file; whoever holds it can reverse the pseudonyms.")
     p.set_defaults(func=new_key)
 
-    p = sub.add_parser("suggest-roles", help="suggest a role for every column of a file or table",
+    p = sub.add_parser("suggest-roles", help=help_of("suggest-roles"),
                        description="Print suggest_roles(): a suggested role per column with the evidence; with "
                                    "--sql, write the suggestions as SQL declarations to review.")
     p.add_argument("source", metavar="SOURCE", help="a .csv or .parquet file, or with --db a table of that file")
@@ -151,11 +175,13 @@ def add_commands(sub) -> None:
     p.add_argument("--table", metavar="NAME", help="the table name the declarations use for a file SOURCE "
                                                    "(default: the file's name)")
     p.add_argument("--sql", metavar="OUT.sql", help="write the suggested declarations (INSERT statements) here")
+    p.add_argument("--wide", action="store_true", help="every evidence column of suggest_roles() (a wide table); "
+                                                       "default: column, type, suggested role and reason, 100 characters wide")
     p.add_argument("--force", action="store_true", help="replace --sql if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=suggest_roles)
 
-    p = sub.add_parser("publish", help="freeze the declared policy's release of a table into a table of its own",
+    p = sub.add_parser("publish", help=help_of("publish"),
                        description="Freeze anonymized(TABLE) into table NAME of DATABASE and record it in "
                                    "anon_releases (all or nothing). A policy that pseudonymizes reads its key from "
                                    f"the environment variable {KEY_VARIABLE}<KEY_NAME>.")

@@ -72,7 +72,9 @@ def test_mondrian_over_csv_and_parquet(tmp_path):
     for suffix in ("csv", "parquet"):
         target = tmp_path / f"out.{suffix}"
         out = run("mondrian", src, "--qi", "AGE,zip", "-k", "10", "--mode", "relaxed", "--drop", "id", "-o", target)
-        assert out.returncode == 0 and out.stdout.startswith(f"wrote {target}") and out.stderr == "", out.stderr
+        assert out.returncode == 0 and out.stdout.startswith(f"wrote {target}"), out.stderr
+        # nothing on stderr but progress lines (a loaded machine can take over a second, when they start)
+        assert all(line.startswith("duckdb-anon mondrian: ") for line in out.stderr.splitlines()), out.stderr
         smallest, total = con.execute(
             f"SELECT min(c), sum(c) FROM (SELECT count(*) c FROM '{target}' GROUP BY age, zip)").fetchone()
         assert smallest >= 10 and total == 500

@@ -127,7 +127,8 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
         hierarchical = hierarchy_relation(con, FN, hierarchies, items, names.real(hierarchy))
         sql = run(engine, FN, person, items, k, m, hierarchy if any(hierarchical) else None, hierarchical, names,
                   published, seed, stats=stats)
-        con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")
+        temporary = " TEMP" if target.catalog.lower() == "temp" else ""  # DuckDB asks for the word
+        con.execute(f"CREATE{temporary} TABLE {target.sql('duckdb')} AS {sql}")
     finally:
         for name in names.made:
             engine.drop(name)

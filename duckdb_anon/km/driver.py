@@ -44,13 +44,14 @@ def ladder(heights: list[int]) -> list[tuple[int, ...]]:
 
 def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, hierarchy: str | None,
         hierarchical: tuple[bool, ...], names: Names, published: list[str], seed: int = 0,
-        max_rounds: int = 50, stats: dict | None = None) -> str:
+        max_rounds: int = 50, generalize: bool = True, stats: dict | None = None) -> str:
     """Compute the k^m release and return its SQL (valid while the intermediate relations live).
 
     `hierarchy`: the name of a relation (col, leaf, path) holding the path of every value of the item
     columns flagged in `hierarchical`, col being the column's position in `items` (None: no column has
     one); built by the caller, which checks the hierarchies.
-    `stats`, when given, receives the rungs, passes and suppressed (person, label) pairs."""
+    `generalize` False: the baseline that only suppresses (items stay exact or go, no rounds).
+    `stats`, when given, receives the rungs, rounds, passes and suppressed (person, label) pairs."""
     direct = Plan(len(items), k, engine.dialect, seed, hierarchical)  # for the queries over the source
     plan = _Cached(len(items), k, engine.dialect, seed, tuple(hierarchical))
     source = engine.source()
@@ -68,7 +69,8 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
         raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{items[int(found[0])]}' has no leaf "
                          f"{found[1]!r}, a value of the table")
     heights = engine.value(names.real(plan.heights(paths)))
-    rungs = ladder(heights)
+    rungs = ladder(heights) if generalize else [(0,) * len(items)]
+    max_rounds = max_rounds if generalize else 0
     gen, floors, labels, numbered = names("gen"), names("floors"), names("labels"), names("numbered")
     rec, following, changed, step = names("rec_a"), names("rec_b"), names("changed"), names("step")
     taken, back, victims = names("taken"), names("back"), names("victims")

@@ -36,12 +36,9 @@ def _release(con: duckdb.DuckDBPyConnection):
         path = _staging() / f"{name}.parquet"
         cursor = con.cursor()
         try:
-            try:
-                km_anonymize(cursor, table_name, person=person, items=items, k=k, m=m,
-                             hierarchies=None if hierarchies is None else json.loads(hierarchies),
-                             into=f"temp.main.{name}", seed=seed, keep=keep)
-            except ValueError as err:  # the SQL entry's name, not the Python function's
-                raise ValueError(str(err).replace("km_anonymize()", "km_anonymity()", 1)) from None
+            km_anonymize(cursor, table_name, person=person, items=items, k=k, m=m,
+                         hierarchies=None if hierarchies is None else json.loads(hierarchies),
+                         into=f"temp.main.{name}", seed=seed, keep=keep, _fn="km_anonymity")
             quoted = str(path).replace("'", "''")  # our own temporary path, quoted all the same
             cursor.execute(f"COPY temp.main.{name} TO '{quoted}' (FORMAT parquet)")
         finally:

@@ -66,7 +66,7 @@ rows_strategy = st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.in
                                    st.one_of(st.none(), st.sampled_from(["a", "b"]))), min_size=1, max_size=40)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=rows_strategy, k=st.integers(2, 3), m=st.integers(1, 3), heavy=st.booleans(), constant=st.booleans())
 def test_every_itemset_of_up_to_m_released_items_is_held_by_k_people(kcon, rows, k, m, heavy, constant):
     """Random small transaction tables: ties and repeated rows, NULL items, one heavy person holding every

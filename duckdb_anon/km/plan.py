@@ -103,11 +103,11 @@ class Plan:
     def _label(self, c: int) -> str:
         return f"path{c}[least(step.l{c}, len(path{c}) - 1) + 1]"
 
-    def step(self, levels: tuple[int, ...], rung: int, round_: int) -> str:
-        """The one-row relation a rung reads (its levels l<c>, its number and the round): the rung's query
-        stays the same text, generated once."""
+    def step(self, levels: tuple[int, ...], rung: int, round_: int, threshold: int) -> str:
+        """The one-row relation a rung reads (its levels l<c>, its number, the round, the holders a label
+        needs): the rung's query stays the same text, generated once."""
         return self.sql(", ".join([*(f"{int(lv)} AS l{c}" for c, lv in enumerate(levels)), f"{int(rung)} AS rung",
-                                   f"{int(round_)} AS round"]).join(["SELECT ", ""]))
+                                   f"{int(round_)} AS round", f"{int(threshold)} AS threshold"]).join(["SELECT ", ""]))
 
     def rung(self, paths: str, holders: str, gen: str, floors: str, step: str) -> str:
         """The pending composite items that the rung `step` releases: their labels g<c>, when at least k
@@ -121,7 +121,8 @@ class Plan:
                          LEFT JOIN (SELECT lid, max(floor) AS floor FROM floors GROUP BY lid) f USING (lid)
                          WHERE lid NOT IN (SELECT lid FROM gen) AND coalesce(f.floor, 0) <= step.rung),
             support AS (SELECT {groups}, count(DISTINCT h.p) AS n FROM lab JOIN holders h USING (lid)
-                        WHERE NOT at_root GROUP BY {groups} HAVING count(DISTINCT h.p) >= {self.k})
+                        WHERE NOT at_root GROUP BY {groups}
+                        HAVING count(DISTINCT h.p) >= greatest({self.k}, (SELECT threshold FROM step)))
             SELECT lab.lid, {self._each('lab.g{c}')}, step.rung, step.round
             FROM lab JOIN support s ON {self._same('lab', 's', 'g')} CROSS JOIN step""",
                         paths=paths, holders=holders, gen=gen, floors=floors, step=step)

@@ -24,8 +24,9 @@ The rules (the driver runs them in this order):
 """
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
+
+from duckdb_anon.engines.base import render
 
 
 class Plan:
@@ -40,23 +41,16 @@ class Plan:
     def sql(self, text: str, source: exp.Expression | None = None, person: str | None = None,
             items: list[str] | None = None, columns: list[str] | None = None, **tables: str) -> str:
         """Parse DuckDB-dialect `text`, put the user's columns and the tables in, write the engine's dialect."""
-        tree = sqlglot.parse_one(text, read="duckdb")
+        def column(name):
+            if name == "__person":
+                return person
+            if name.startswith("__item_") and items is not None:
+                return items[int(name[7:])]
+            if name.startswith("__col_") and columns is not None:
+                return columns[int(name[6:])]
+            return None
 
-        def substitute(node):
-            if isinstance(node, exp.Identifier):
-                if node.name == "__person" and person is not None:
-                    return exp.to_identifier(person, quoted=True)
-                if node.name.startswith("__item_") and items is not None:
-                    return exp.to_identifier(items[int(node.name[7:])], quoted=True)
-                if node.name.startswith("__col_") and columns is not None:
-                    return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
-            if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
-                return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
-            if isinstance(node, exp.Table) and node.name in tables and not node.db:
-                return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
-            return node
-
-        return tree.transform(substitute).sql(self.dialect)
+        return render(text, self.dialect, column, source, **tables)
 
     def _each(self, template: str, sep: str = ", ", count: int | None = None) -> str:
         return sep.join(template.format(c=c) for c in range(self.c if count is None else count))

@@ -96,7 +96,7 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
     if threshold is None:  # see first_threshold
         threshold = first_threshold(k, m, engine.value(names.real(direct.sql("SELECT count(DISTINCT p) FROM holders",
                                                                               holders=holders))))
-    start, round_ = 0, 0
+    start, round_, clean = 0, 0, False
     while True:  # one round: the pending items climb the ladder, then the rare itemsets' weakest labels go back
         engine.begin(f"round {round_ + 1}")
         if engine.count(names.real(gen)) < leaf_count:
@@ -116,6 +116,7 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
             if engine.count(names.real(rares[size])):
                 found.append((size, rares[size]))
         if not found:
+            clean = True  # every itemset is held by k people: the ladder saw to sizes 1, the rounds to 2..m
             break
         create(taken, plan.weakest(rec, tuple(found)))
         create(back, plan.take_back(numbered, taken))
@@ -125,7 +126,7 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
         round_ += 1
     engine.begin("suppress")  # what the rounds left rare (max_rounds reached), suppressed person by person
     passes, removed = 0, 0
-    while True:
+    while not clean:
         passes += 1
         changed_any = False
         for size in range(1, m + 1):

@@ -1,7 +1,8 @@
 -- k^m-anonymity for one-to-many records (Terrovitis, Mamoulis, Kalnis, VLDB 2008): its measures, its
 -- check and its SQL entry. The measures and the check are pure SQL. km_anonymity() NEEDS THE PYTHON
 -- PACKAGE: the algorithm loops in Python over SQL it generates (duckdb_anon.km), registered by
--- duckdb_anon.install() as the UDF anon_km_release; a plain DuckDB client can call every other function here.
+-- duckdb_anon.install() as the UDF km_anonymity_needs_the_duckdb_anon_python_package (named so that the
+-- error a plain DuckDB client gets says what is missing); a plain client can call every other function here.
 --
 -- A person's record is the set of their rows' items, an item being the tuple of the item columns' labels.
 
@@ -131,7 +132,7 @@ SELECT * FROM anon_km_measures(
 -- Python process's temporary directory (removed when the process exits), which the query reads.
 CREATE OR REPLACE MACRO km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL,
                                      seed := 0) AS TABLE
-SELECT * FROM read_parquet(anon_km_release(
+SELECT * FROM read_parquet(km_anonymity_needs_the_duckdb_anon_python_package(
     CASE WHEN typeof(table_name) = 'VARCHAR' THEN table_name::VARCHAR
          ELSE error('km_anonymity(): argument ''table_name'' must be a table name, got ' || anon_shown(table_name)) END,
     CASE WHEN typeof(items) IN ('VARCHAR[]') THEN items::VARCHAR[]

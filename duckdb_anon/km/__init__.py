@@ -89,8 +89,8 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     Every combination of up to `m` items that a person's released record holds is held by the released
     records of at least `k` people. An item is the tuple of the `items` columns' values; `hierarchies` maps
     an item column to a hierarchy table (leaf, path) as mondrian() takes them (hierarchy_from_text,
-    hierarchy_intervals, hierarchy_dates, hierarchy_from_parents); a column without one is released exact
-    or not at all. The release holds the source's rows with the item columns as text labels (a value, or
+    hierarchy_intervals, hierarchy_dates, hierarchy_from_parents); a column without one has two levels,
+    its value and the root '*'. The release holds the source's rows with the item columns as text labels (a value, or
     a node of its hierarchy), suppressed rows removed, and only `person`, the items and the columns listed
     in `keep`. `person` (None: the table's declared privacy unit) identifies whose rows are whose; rows
     without a person are left out. `seed` breaks ties between equally rare labels. `strategy` 'suppress' is

@@ -12,11 +12,11 @@ _PUBLIC = {
     "publish_dp": "dp.ledger", "set_dp_budget": "dp.ledger",
     "load_adult": "datasets", "load_adult_hierarchies": "datasets", "load_patients": "datasets",
     "apply_privacy_units": "privacy_units", "declare_privacy_unit": "privacy_units",
-    "preserve_patterns": "pattern", "publish_mondrian": "releases", "publish_release": "releases",
+    "preserve_patterns": "pattern", "publish_km": "releases", "publish_mondrian": "releases", "publish_release": "releases",
     "publish_rerelease": "rerelease",
     "apply_policies": "roles", "create_anonymized_view": "roles", "declare_role": "roles", "new_pseudonym_key": "roles",
     "set_policy": "roles", "set_pseudonym_key": "roles",
-    "masked_copy": "database_copy", "load_fake_values": "masking",
+    "km_anonymize": "km", "masked_copy": "database_copy", "load_fake_values": "masking",
 }
 
 
@@ -36,7 +36,8 @@ def __dir__():
 __version__ = "0.1.0"
 
 __all__ = ["apply_policies", "apply_privacy_units", "connect", "create_anonymized_view", "declare_privacy_unit",
-           "declare_role", "install", "installed_version", "load_adult", "load_adult_hierarchies", "load_fake_values", "load_patients", "masked_copy",
-           "new_pseudonym_key", "preserve_patterns", "publish_dp", "publish_mondrian", "publish_release", "publish_rerelease",
+           "declare_role", "install", "installed_version", "km_anonymize", "load_adult", "load_adult_hierarchies",
+           "load_fake_values", "load_patients", "masked_copy", "new_pseudonym_key", "preserve_patterns", "publish_dp",
+           "publish_km", "publish_mondrian", "publish_release", "publish_rerelease",
            "set_dp_budget",
            "set_policy", "set_pseudonym_key", "sql_files", "__version__"]

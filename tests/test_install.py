@@ -80,10 +80,14 @@ PLAIN_CLIENT_CALLS = {
     "anon_compile_policies": "SELECT anon_compile_policies()",
     "privacy_unit_rows": "SELECT * FROM privacy_unit_rows('p')",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",
+    "hierarchy_from_parents": "SELECT * FROM hierarchy_from_parents('edges')",
+    "km_check": "SELECT * FROM km_check('ratings', 'record_id', ['item'], 2, 2)",
+    "km_measures": "SELECT * FROM km_measures('ratings', 'ratings', ['item'])",
 }
 NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)",
                 "dp_aggregate": "SELECT * FROM dp_aggregate('p', ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1)",
-                "dp_bounded_aggregates": "SELECT * FROM dp_bounded_aggregates('p', ['zip'], max_groups_contributed := 1)"}
+                "dp_bounded_aggregates": "SELECT * FROM dp_bounded_aggregates('p', ['zip'], max_groups_contributed := 1)",
+                "km_anonymity": "SELECT * FROM km_anonymity('ratings', ['item'], 2, 1, person := 'record_id')"}
 
 
 def test_every_public_function_is_listed(con):
@@ -108,6 +112,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     con.execute("CREATE TABLE ratings AS SELECT * FROM synthetic_ratings(50, items := 40, ratings_per_user := 10)")
     con.execute("CREATE TABLE aux AS SELECT * FROM synthetic_aux('ratings', 5, known_items := 3)")
     con.execute("CREATE TABLE truth AS SELECT DISTINCT target_id, target_id AS record_id FROM aux")
+    con.execute("CREATE TABLE edges AS SELECT * FROM (VALUES ('a', 'g'), ('b', 'g')) t(value, parent)")
     duckdb_anon.declare_role(con, "p", "age", "quasi_identifier")
     duckdb_anon.declare_role(con, "p", "zip", "quasi_identifier")
     duckdb_anon.set_policy(con, "p", 5, undeclared="drop")
@@ -133,6 +138,7 @@ def test_every_pure_sql_function_runs_from_a_plain_client(tmp_path):
     assert all(rows[name] > 0 for name in PLAIN_CLIENT_CALLS), rows
     assert "anon_random_walk" in rows["random_walk"]
     assert all("anon_dp_" in rows[name] for name in ("dp_aggregate", "dp_bounded_aggregates")), rows
+    assert "needs_the_duckdb_anon_python_package" in rows["km_anonymity"], rows
 
 
 def test_two_connections_to_one_file_in_one_process(tmp_path):

@@ -34,17 +34,33 @@ CREATE OR REPLACE MACRO anon_key_problem(key) AS
                    || 'make one with duckdb_anon.new_pseudonym_key() or duckdb-anon new-key'
     END;
 
--- Keyed pseudonym (HMAC-style: SHA-256 of the key and the SHA-256 of the key and the value), 32 hex digits.
--- The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name> = '...', so it is never
--- written to the database file; a key anon_key_problem() objects to is refused on every read. Same key and
--- value give the same pseudonym in every table.
-CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
-    CASE WHEN value IS NULL THEN NULL
-         WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
-         THEN error('anonymized(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
+-- The keyed digest behind every pseudonym (HMAC-style: SHA-256 of the secret and the SHA-256 of the secret
+-- and the text), 32 hex digits.
+CREATE OR REPLACE MACRO anon_keyed_digest(secret, text) AS left(sha256(secret || sha256(secret || text)), 32);
+
+-- The pseudonym key named key_name, read from its session variable, or an error naming fn when it is not set
+-- or anon_key_problem() objects to it.
+CREATE OR REPLACE MACRO anon_checked_key(key_name, fn) AS
+    CASE WHEN getvariable('duckdb_anon_key_' || key_name) IS NULL
+         THEN error(fn || '(): no pseudonym key in this session: SET VARIABLE duckdb_anon_key_' || key_name
                     || ' = ''<secret>'' (or duckdb_anon.set_pseudonym_key) first')
          WHEN anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR) IS NOT NULL
-         THEN error('anonymized(): the pseudonym key duckdb_anon_key_' || key_name || ' '
+         THEN error(fn || '(): the pseudonym key duckdb_anon_key_' || key_name || ' '
                     || anon_key_problem(getvariable('duckdb_anon_key_' || key_name)::VARCHAR))
-         ELSE left(sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR
-                          || sha256(getvariable('duckdb_anon_key_' || key_name)::VARCHAR || value::VARCHAR)), 32) END;
+         ELSE getvariable('duckdb_anon_key_' || key_name)::VARCHAR END;
+
+-- Keyed pseudonym, 32 hex digits. The key lives in a session variable, SET VARIABLE duckdb_anon_key_<key_name>
+-- = '...', so it is never written to the database file; a key anon_key_problem() objects to is refused on
+-- every read. Same key and value give the same pseudonym in every table.
+CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS
+    CASE WHEN value IS NULL THEN NULL ELSE anon_keyed_digest(anon_checked_key(key_name, 'anonymized'), value::VARCHAR) END;
+
+-- Per-release pseudonym: the keyed digest of the value under a release key, itself the keyed digest of the
+-- release name under the checked key. Equal within one release (its tables join on it), unrelated between
+-- releases with different names and to anon_pseudonym() of the same key; reversing it needs the key.
+CREATE OR REPLACE MACRO anon_release_pseudonym(value, key_name, release_name) AS
+    CASE WHEN release_name IS NULL OR trim(release_name::VARCHAR) = ''
+              THEN error('anon_release_pseudonym(): argument ''release_name'' must be a release name')
+         WHEN value IS NULL THEN NULL
+         ELSE anon_keyed_digest(anon_keyed_digest(anon_checked_key(key_name, 'anon_release_pseudonym'),
+                                                  'release:' || release_name::VARCHAR), value::VARCHAR) END;

@@ -21,5 +21,5 @@ __version__ = "0.1.0"
 __all__ = ["apply_policies", "apply_privacy_units", "connect", "create_anonymized_view", "declare_privacy_unit",
            "declare_role", "install", "installed_version", "load_adult", "load_adult_hierarchies", "load_patients",
            "new_pseudonym_key", "preserve_patterns", "publish_dp", "publish_mondrian", "publish_release", "publish_rerelease",
-           "publish_tables",            "set_dp_budget",
+           "publish_tables", "set_dp_budget",
            "set_policy", "set_pseudonym_key", "sql_files", "__version__"]

@@ -80,8 +80,8 @@ item_covers AS MATERIALIZED (  -- (aux item, item label) where the label covers 
     SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point IS NULL AND anon_label_covers(l.b, a.t, a.x)),
 value_labels AS (  -- ranges of values and dates (the gaps below need no more than lo and hi)
     SELECT vl, b.lo AS lo, b.hi AS hi FROM (SELECT vl, anon_label_read(to_json(vl), 'numeric') AS b FROM (SELECT DISTINCT vl FROM published))),
-ts_labels AS (
-    SELECT tl, b.lo AS lo, b.hi AS hi FROM (SELECT tl, anon_label_read(to_json(tl), 'temporal') AS b FROM (SELECT DISTINCT tl FROM published))),
+ts_labels AS (  -- '*' covers every date: no gap, as for values (greatest() skips the NULL bounds)
+    SELECT tl, b.lo AS lo, b.hi AS hi, b.star AS star FROM (SELECT tl, anon_label_read(to_json(tl), 'temporal') AS b FROM (SELECT DISTINCT tl FROM published))),
 records AS (SELECT count(DISTINCT record_id) AS n FROM published),
 weights AS (  -- per aux item: 1 / ln of the published rows holding it (on raw data, the records rating it)
     SELECT c.t, 1.0 / ln(greatest(sum(n), 2)) AS wt
@@ -89,7 +89,7 @@ weights AS (  -- per aux item: 1 / ln of the published rows holding it (on raw d
 sims AS (  -- one row per (target, item, candidate record): the best of the record's rows holding the item
     SELECT a.target_id, p.record_id, c.t,
            max(exp(-greatest(v.lo - a.value, a.value - v.hi, 0) / try_cast(rho0 AS DOUBLE))
-               + CASE WHEN use_dates AND a.tx IS NOT NULL AND d.lo IS NOT NULL
+               + CASE WHEN use_dates AND a.tx IS NOT NULL AND (d.lo IS NOT NULL OR d.star)
                       THEN exp(-greatest(d.lo - a.tx, a.tx - d.hi, 0) / 86400e6 / try_cast(d0 AS DOUBLE))
                       ELSE 0 END) AS sim
     FROM aux a JOIN item_covers c ON c.t = a.i.t JOIN published p ON p.il = c.il

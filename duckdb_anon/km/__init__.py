@@ -126,7 +126,7 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     try:
         hierarchical = hierarchy_relation(con, FN, hierarchies, items, names.real(hierarchy))
         sql = run(engine, FN, person, items, k, m, hierarchy if any(hierarchical) else None, hierarchical, names,
-                  published, seed, stats)
+                  published, seed, stats=stats)
         con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")
     finally:
         for name in names.made:

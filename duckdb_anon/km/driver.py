@@ -25,7 +25,7 @@ def ladder(heights: list[int]) -> list[tuple[int, ...]]:
 
 def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, hierarchy: str | None,
         hierarchical: tuple[bool, ...], names: Names, published: list[str], seed: int = 0,
-        stats: dict | None = None) -> str:
+        max_rounds: int = 50, stats: dict | None = None) -> str:
     """Compute the k^m release and return its SQL (valid while the intermediate relations live).
 
     `hierarchy`: the name of a relation (col, leaf, path) holding the path of every value of the item
@@ -48,23 +48,47 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
         raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{items[int(found[0])]}' has no leaf "
                          f"{found[1]!r}, a value of the table")
     heights = engine.value(names.real(plan.heights(paths)))
-    gen, numbered = names("gen"), names("gen_numbered")
     rungs = ladder(heights)
-    engine.begin("generalize")
-    create(gen, plan.none())
+    gen, floors, labels, numbered = names("gen"), names("floors"), names("labels"), names("numbered")
+    rec, following, rare, changed = names("rec_a"), names("rec_b"), names("rare"), names("changed")
+    victims = names("victims")
+    for name, what in ((gen, "gen"), (floors, "floors"), (labels, "labels")):
+        engine.append(names.real(name), plan.none(what))  # created empty: later appends insert
     leaf_count = engine.count(names.real(leaves))
-    for r, levels in enumerate(rungs):
-        engine.append(names.real(gen), names.real(plan.rung(paths, holders, gen, levels, r)))
-        if engine.count(names.real(gen)) == leaf_count:
+    start, round_, taken = 0, 0, None
+    while True:  # one round: the pending items climb the ladder, then the rare itemsets' weakest labels go back
+        engine.begin(f"round {round_ + 1}")
+        for r in range(start, len(rungs)):
+            if engine.count(names.real(gen)) == leaf_count:
+                break
+            engine.append(names.real(gen), names.real(plan.rung(paths, holders, gen, floors, rungs[r], r, round_)))
+        engine.append(names.real(labels), names.real(plan.new_labels(labels, gen)))
+        create(numbered, plan.numbered(gen, labels))
+        create(rec, plan.records(holders, numbered))
+        if round_ >= max_rounds:
             break
-    create(numbered, plan.numbered(gen))
-    rec, following, rare, victims = names("rec_a"), names("rec_b"), names("rare"), names("victims")
-    create(rec, plan.records(holders, numbered))
-    engine.begin("suppress")
+        if taken is not None:  # only itemsets with a changed label can have become rare
+            create(changed, plan.changed(numbered, taken, round_))
+        taken = names(f"taken_{round_}")
+        found = 0
+        for size in range(2, m + 1):
+            create(rare, plan.rare(rec, size, changed if round_ > 0 else None))
+            if engine.count(names.real(rare)):
+                engine.append(names.real(taken), names.real(plan.weakest(rec, rare, size)))
+                found += 1
+        if not found:
+            break
+        back = names(f"floors_{round_}")
+        create(back, plan.take_back(numbered, taken))
+        engine.append(names.real(floors), names.real(plan.sql("SELECT * FROM back", back=back)))
+        start = engine.value(names.real(plan.sql("SELECT min(floor) FROM back", back=back)))
+        create(gen, plan.kept_items(numbered, taken))  # replaced: gen stays appendable
+        round_ += 1
+    engine.begin("suppress")  # what the rounds left rare (max_rounds reached), suppressed person by person
     passes, removed = 0, 0
     while True:
         passes += 1
-        changed = False
+        changed_any = False
         for size in range(1, m + 1):
             create(rare, plan.rare(rec, size))
             if engine.count(names.real(rare)) == 0:
@@ -73,11 +97,11 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
             removed += engine.count(names.real(victims))
             create(following, plan.without(rec, victims))
             rec, following = following, rec
-            changed = True
-        if not changed:
+            changed_any = True
+        if not changed_any:
             break
     if stats is not None:
-        stats.update(rungs=len(rungs), heights=list(heights), passes=passes, suppressed_pairs=removed)
+        stats.update(rungs=len(rungs), heights=list(heights), rounds=round_ + 1, passes=passes, suppressed_pairs=removed)
     kept = names("kept")
     engine.begin("release")
     create(kept, plan.kept(holders, numbered, rec, leaves))

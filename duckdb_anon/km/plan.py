@@ -103,55 +103,114 @@ class Plan:
     def _label(self, c: int, level: int) -> str:
         return f"path{c}[least({int(level)}, len(path{c}) - 1) + 1]"
 
-    def rung(self, paths: str, holders: str, gen: str, levels: tuple[int, ...], rung: int) -> str:
+    def rung(self, paths: str, holders: str, gen: str, floors: str, levels: tuple[int, ...], rung: int,
+             round_: int) -> str:
         """The pending composite items that rung `levels` releases: their labels g<c>, when at least k people
-        hold the label among the pending items, and not every column is at its root."""
+        hold the label among the pending items, and not every column is at its root. An item whose label was
+        taken back in an earlier round waits for the rung above the one that released it (`floors`)."""
         labels = ", ".join(f"{self._label(c, lv)} AS g{c}" for c, lv in enumerate(levels))
         at_root = " AND ".join(f"{int(lv)} >= len(path{c}) - 1" for c, lv in enumerate(levels))
         groups = self._each("g{c}")
         return self.sql(f"""
-            WITH lab AS (SELECT lid, {labels}, {at_root} AS at_root FROM paths WHERE lid NOT IN (SELECT lid FROM gen)),
+            WITH lab AS (SELECT lid, {labels}, {at_root} AS at_root FROM paths
+                         LEFT JOIN (SELECT lid, max(floor) AS floor FROM floors GROUP BY lid) f USING (lid)
+                         WHERE lid NOT IN (SELECT lid FROM gen) AND coalesce(f.floor, 0) <= {int(rung)}),
             support AS (SELECT {groups}, count(DISTINCT h.p) AS n FROM lab JOIN holders h USING (lid)
                         WHERE NOT at_root GROUP BY {groups} HAVING count(DISTINCT h.p) >= {self.k})
-            SELECT lab.lid, {self._each('lab.g{c}')}, {int(rung)} AS rung FROM lab JOIN support s ON {self._same('lab', 's', 'g')}""",
-                        paths=paths, holders=holders, gen=gen)
+            SELECT lab.lid, {self._each('lab.g{c}')}, {int(rung)} AS rung, {int(round_)} AS round
+            FROM lab JOIN support s ON {self._same('lab', 's', 'g')}""",
+                        paths=paths, holders=holders, gen=gen, floors=floors)
 
-    def none(self) -> str:
-        """An empty gen relation, of its shape (the first rung appends to it)."""
-        return self.sql(f"SELECT 0::BIGINT AS lid, {self._each('NULL::VARCHAR AS g{c}')}, 0 AS rung WHERE false")
+    def none(self, what: str) -> str:
+        """An empty relation of the shape of gen, floors or labels (appended to later)."""
+        shapes = {"gen": f"0::BIGINT AS lid, {self._each('NULL::VARCHAR AS g{c}')}, 0 AS rung, 0 AS round",
+                  "floors": "0::BIGINT AS lid, 0 AS floor",
+                  "labels": f"{self._each('NULL::VARCHAR AS g{c}')}, 0::BIGINT AS gid"}
+        return self.sql(f"SELECT {shapes[what]} WHERE false")
 
-    def numbered(self, gen: str) -> str:
-        """gen with each distinct label numbered (gid, in label order)."""
-        return self.sql(f"SELECT *, dense_rank() OVER (ORDER BY {self._each('g{c} NULLS FIRST')}) AS gid FROM gen", gen=gen)
+    def new_labels(self, labels: str, gen: str) -> str:
+        """The labels of gen that `labels` lacks, numbered after its largest id (ids never change)."""
+        return self.sql(f"""
+            SELECT {self._each('g{c}')}, (SELECT coalesce(max(gid), 0) FROM labels)
+                   + row_number() OVER (ORDER BY {self._each('g{c} NULLS FIRST')}) AS gid
+            FROM (SELECT DISTINCT {self._each('g{c}')} FROM gen) n
+            WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE {self._same('l', 'n', 'g')})""", labels=labels, gen=gen)
+
+    def numbered(self, gen: str, labels: str) -> str:
+        """gen with each item's label id gid."""
+        return self.sql(f"SELECT g.*, l.gid FROM gen g JOIN labels l ON {self._same('g', 'l', 'g')}", gen=gen, labels=labels)
 
     def records(self, holders: str, gen: str) -> str:
         """The released records: one row per (person p, label gid)."""
         return self.sql("SELECT DISTINCT h.p, g.gid FROM holders h JOIN gen g USING (lid)", holders=holders, gen=gen)
 
-    # ---- suppression -----------------------------------------------------------------------------------
-    def _itemsets(self, size: int) -> str:
-        """Every itemset of `size` labels a record holds: p, a1 < a2 < ... (label ids)."""
-        joins = " ".join(f"JOIN rec r{j} ON r{j}.p = r1.p AND r{j}.gid > r{j - 1}.gid" for j in range(2, size + 1))
-        members = ", ".join(f"r{j}.gid AS a{j}" for j in range(1, size + 1))
-        return f"SELECT r1.p, {members} FROM rec r1 {joins}"
+    def changed(self, numbered: str, taken: str, round_: int) -> str:
+        """The labels whose items changed in round `round_`: taken back, or given to items."""
+        return self.sql(f"SELECT gid FROM taken UNION SELECT gid FROM numbered WHERE round = {int(round_)}",
+                        numbered=numbered, taken=taken)
 
-    def rare(self, rec: str, size: int) -> str:
-        """The itemsets of `size` labels held by fewer than k people."""
+    # ---- itemsets --------------------------------------------------------------------------------------
+    def _itemsets(self, size: int, changed: bool) -> str:
+        """Every itemset of `size` labels a record holds: p, a1 < a2 < ... (label ids). `changed`: only the
+        itemsets with a member in the relation `changed`, from the records holding one."""
+        joins = " ".join(f"JOIN recs r{j} ON r{j}.p = r1.p AND r{j}.gid > r{j - 1}.gid" for j in range(2, size + 1))
+        members = ", ".join(f"r{j}.gid AS a{j}" for j in range(1, size + 1))
+        if not changed:
+            return f"WITH recs AS (SELECT * FROM rec) SELECT r1.p, {members} FROM recs r1 {joins}"
+        touched = " OR ".join(f"r{j}.gid IN (SELECT gid FROM changed)" for j in range(1, size + 1))
+        return (f"WITH recs AS (SELECT * FROM rec WHERE p IN (SELECT p FROM rec WHERE gid IN (SELECT gid FROM changed))) "
+                f"SELECT r1.p, {members} FROM recs r1 {joins} WHERE {touched}")
+
+    def rare(self, rec: str, size: int, changed: str | None = None) -> str:
+        """The itemsets of `size` labels held by fewer than k people (`changed`: among those with a member
+        there; the others kept their holders)."""
         members = ", ".join(f"a{j}" for j in range(1, size + 1))
-        return self.sql(f"SELECT {members} FROM ({self._itemsets(size)}) GROUP BY {members} HAVING count(*) < {self.k}",
-                        rec=rec)
+        return self.sql(f"SELECT {members} FROM ({self._itemsets(size, changed is not None)}) "
+                        f"GROUP BY {members} HAVING count(*) < {self.k}",
+                        rec=rec, **({"changed": changed} if changed else {}))
+
+    def _weakest(self, size: int) -> str:
+        """The member of itemset a1..a<size> held by the fewest people (n<j>: its holders), ties broken by
+        the hash of label id and seed, then the id."""
+        key = [f"(n{j}, hash(a{j}, {self.seed}), a{j})" for j in range(1, size + 1)]
+        cases = " ".join(f"WHEN {' AND '.join(f'{key[j]} <= {key[o]}' for o in range(j + 1, size))} THEN a{j + 1}"
+                         for j in range(size - 1))
+        return f"CASE {cases} ELSE a{size} END" if size > 1 else "a1"
+
+    @staticmethod
+    def _supported(size: int, table: str) -> tuple[str, str]:
+        """Joins giving each member a<j> of `table`'s itemsets its holders n<j> (from `support`)."""
+        joins = " ".join(f"JOIN support u{j} ON u{j}.gid = {table}.a{j}" for j in range(1, size + 1))
+        counts = ", ".join(f"u{j}.n AS n{j}" for j in range(1, size + 1))
+        return joins, counts
+
+    def weakest(self, rec: str, rare: str, size: int) -> str:
+        """The labels to take back: of every rare itemset, its weakest member."""
+        joins, counts = self._supported(size, "b")
+        return self.sql(f"""
+            WITH support AS (SELECT gid, count(*) AS n FROM rec GROUP BY gid)
+            SELECT DISTINCT {self._weakest(size)} AS gid FROM (SELECT b.*, {counts} FROM rare b {joins})""",
+                        rec=rec, rare=rare)
+
+    def take_back(self, numbered: str, taken: str) -> str:
+        """The floors of the items whose label is taken back: the rung above the one that released them."""
+        return self.sql("SELECT lid, rung + 1 AS floor FROM numbered WHERE gid IN (SELECT gid FROM taken)",
+                        numbered=numbered, taken=taken)
+
+    def kept_items(self, numbered: str, taken: str) -> str:
+        """gen without the items whose label is taken back."""
+        return self.sql("SELECT * EXCLUDE (gid) FROM numbered WHERE gid NOT IN (SELECT gid FROM taken)",
+                        numbered=numbered, taken=taken)
 
     def victims(self, rec: str, rare: str, size: int) -> str:
-        """(p, gid): in each record holding a rare itemset, the itemset's member held by the fewest people
-        (ties: the smaller hash of label id and seed)."""
-        members = ", ".join(f"s.a{j}" for j in range(1, size + 1))
+        """(p, gid): in each record holding a rare itemset, the itemset's weakest member."""
         match = " AND ".join(f"s.a{j} = b.a{j}" for j in range(1, size + 1))
+        joins, counts = self._supported(size, "s")
         return self.sql(f"""
             WITH support AS (SELECT gid, count(*) AS n FROM rec GROUP BY gid),
-            held AS (SELECT s.p, [{members}] AS members FROM ({self._itemsets(size)}) s JOIN rare b ON {match}),
-            long AS (SELECT p, members, unnest(members) AS gid FROM held)
-            SELECT DISTINCT p, arg_min(l.gid, (u.n, hash(l.gid, {self.seed}), l.gid)) AS gid
-            FROM long l JOIN support u USING (gid) GROUP BY p, members""", rec=rec, rare=rare)
+            held AS (SELECT s.* FROM ({self._itemsets(size, False)}) s JOIN rare b ON {match})
+            SELECT DISTINCT p, {self._weakest(size)} AS gid FROM (SELECT s.*, {counts} FROM held s {joins})""",
+                        rec=rec, rare=rare)
 
     def without(self, rec: str, victims: str) -> str:
         return self.sql("SELECT * FROM rec r WHERE NOT EXISTS (SELECT 1 FROM victims v WHERE v.p = r.p AND v.gid = r.gid)",

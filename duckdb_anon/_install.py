@@ -102,6 +102,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     kernel, and raises if the file does not hold this version's macros."""
     from duckdb_anon import __version__
     from duckdb_anon.dp import noise
+    from duckdb_anon.km import udf as km_udf
     from duckdb_anon.walk import register
 
     con.complete()  # a pending result would make create_function fail ("unfinished result")
@@ -109,6 +110,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     with _lock_for(path):
         register(con)  # before the SQL: macros that call a UDF can only be created once it exists
         noise.register(con)  # the DP noise functions, likewise
+        km_udf.register(con)  # the k^m driver behind km_anonymity()
         if not readonly:
             _write_in_transaction(con)
         elif (found := installed_version(con)) != __version__:

@@ -25,6 +25,7 @@ import json
 import duckdb
 
 from duckdb_anon import lineage
+from duckdb_anon.km import km_anonymize
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
 from duckdb_anon.releases import _freeze, check_release_name
 from duckdb_anon.roles import DeclarationError
@@ -87,8 +88,6 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     `item_hierarchies`, `seed`), publishing the person column as the same pseudonym, the items and
     `events_keep`. The pseudonym key `key_name` must be set in the session. The person table is audited for
     differencing against earlier releases of `persons` as :func:`duckdb_anon.publish_mondrian` does."""
-    from duckdb_anon.km import km_anonymize  # the k^m package imports the engines: only when publishing
-
     fn = FN
     check_release_name(con, fn, name, replace)
     persons_into = f"{name}_persons" if persons_into is None else persons_into

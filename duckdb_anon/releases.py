@@ -50,13 +50,15 @@ def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitiv
 def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None,
-            also: Callable[[], None] | None = None) -> dict:
+            measure=_measure, also: Callable[[], None] | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
     (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
     transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
     release's people go to anon_release_people.
-    `held`: a temporary table (person, labels, reason) of the people a re-release held back. `also`: more
-    statements of the same transaction (a multi-table release writes its other table and catalog row)."""
+    `held`: a temporary table (person, labels, reason) of the people a re-release held back.
+    `measure(con, name, qis, sensitive)`: rows, achieved k, l and t of the frozen table (a model's own).
+    `also`: more statements of the same transaction (a multi-table release writes its other table and
+    catalog row)."""
     target = _identifier(con, name)
     if earlier is None:
         earlier = lineage.earlier_releases(con, record["source_table"])
@@ -68,7 +70,7 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
             con.execute(f"CREATE OR REPLACE TEMP TABLE {lineage.STAGED} AS {select_sql}", params)
             con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * EXCLUDE (__anon_person) FROM {lineage.STAGED}")
             lineage.stage_people(con, fn, record["qis"], person_argument)
-        rows, achieved_k, achieved_l, achieved_t = _measure(con, name, record["qis"], record.get("sensitive"))
+        rows, achieved_k, achieved_l, achieved_t = measure(con, name, record["qis"], record.get("sensitive"))
         ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
         found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing)
         if found["previous_release"] == name:  # a replaced release: the lineage goes on from what it followed
@@ -210,3 +212,46 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
         select_sql = f"SELECT {_identifier(con, person)} AS __anon_person, * FROM mondrian(?, ?::VARCHAR[], ?{named})"
     return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql, person=person,
                    allow_differencing=allow_differencing)
+
+
+def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: list[str], k: int, m: int,
+               person: str | None = None, hierarchies: dict[str, str] | None = None, keep: list[str] | None = None,
+               seed: int = 0, replace: bool = False, allow_differencing: bool = False) -> dict:
+    """Freeze the k^m-anonymous release ``duckdb_anon.km.km_anonymize(con, table, ...)`` into table `name` and
+    record it in ``anon_releases`` (method 'km', the call in `arguments`); returns the recorded row.
+
+    achieved_k is the fewest people holding an itemset of up to m released items (km_check; NULL for m > 3),
+    ncp_percent the information loss of km_measures in percent. A person holds many rows, which the
+    differencing audit cannot match (it needs one row per person): a source with an earlier release is
+    refused unless ``allow_differencing=True``, and the catalog records that the audit did not run."""
+    from duckdb_anon.km import km_anonymize
+
+    fn = "publish_km"
+    check_release_name(con, fn, name, replace)
+    staged = "__anon_km_publish"
+    con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")
+    stats: dict = {}
+    km_anonymize(con, table, person=person, items=items, k=k, m=m, hierarchies=hierarchies, into=f"temp.main.{staged}",
+                 seed=seed, keep=keep, stats=stats, _fn=fn)
+    arguments = json.dumps({"table_name": table, "person": stats["person"], "items": list(items), "k": k, "m": m,
+                            "hierarchies": hierarchies, "keep": keep, "seed": seed})
+    item_list = con.execute("SELECT anon_sql_list(?::VARCHAR[])", [list(items)]).fetchall()[0][0]
+    person_literal = _literal(con, stats["person"])
+
+    def measure(con, release, qis, sensitive):
+        rows = con.execute(f"SELECT count(*) FROM {_identifier(con, release)}").fetchall()[0][0]
+        achieved = None if m > 3 else con.execute(
+            f"SELECT min_support FROM km_check({_literal(con, release)}, {person_literal}, {item_list}, ?, ?)", [k, m]).fetchall()[0][0]
+        return rows, achieved, None, None
+
+    hierarchy_arg = ""
+    if hierarchies:
+        entries = ", ".join(f"{_literal(con, q)}: {_literal(con, h)}" for q, h in hierarchies.items())
+        hierarchy_arg = f", hierarchies := MAP {{{entries}}}"
+    ncp_sql = f"SELECT 100 * information_loss FROM km_measures({_literal(con, table)}, {{release}}, {item_list}{hierarchy_arg})"
+    record = {"source_table": table, "method": "km", "qis": list(items), "k": k, "arguments": arguments}
+    try:
+        return _freeze(con, fn, name, replace, f"SELECT * FROM temp.main.{staged}", [], record, ncp_sql,
+                       allow_differencing=allow_differencing, measure=measure)
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")

@@ -7,13 +7,14 @@
 -- not change under the reader; release_differencing() measures what two releases leak together.
 
 -- One row per frozen release. `method`: 'policy' (anonymized() under the declared policy; `fingerprint`
--- identifies the declarations) or 'mondrian' (a mondrian() call; `arguments` holds it). The achieved
+-- identifies the declarations), 'mondrian' (a mondrian() call; `arguments` holds it) or 'km' (a k^m
+-- release, duckdb_anon.publish_km(); `arguments` holds the call). The achieved
 -- figures are measured on the frozen table; ncp_percent needs a row identifier to match the source's rows
 -- and is NULL without one.
 CREATE TABLE IF NOT EXISTS anon_releases (
     name         VARCHAR PRIMARY KEY,
     source_table VARCHAR NOT NULL,
-    method       VARCHAR NOT NULL CHECK (method IN ('policy', 'mondrian')),
+    method       VARCHAR NOT NULL CHECK (method IN ('policy', 'mondrian', 'km')),
     fingerprint  VARCHAR,
     arguments    VARCHAR,
     created_at   TIMESTAMP NOT NULL,

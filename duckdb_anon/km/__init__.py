@@ -15,9 +15,6 @@ from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 from duckdb_anon.km.driver import run
 
-FN = "km_anonymize"
-
-
 def _names_list(fn: str, arg: str, value, allow_empty: bool = False) -> list[str]:
     if isinstance(value, tuple):
         value = list(value)
@@ -81,7 +78,8 @@ def hierarchy_relation(con: duckdb.DuckDBPyConnection, fn: str, hierarchies, ite
 
 def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str | None = None, items: list[str],
                  k: int, m: int, hierarchies: dict[str, str] | None = None, into: str, seed: int = 0,
-                 keep: list[str] | None = None, stats: dict | None = None) -> str:
+                 keep: list[str] | None = None, strategy: str = "generalize", stats: dict | None = None,
+                 _fn: str = "km_anonymize") -> str:
     """Write the k^m-anonymous release of `table_name` to a new table `into`; returns `into`.
 
     Every combination of up to `m` items that a person's released record holds is held by the released
@@ -91,43 +89,51 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     or not at all. The release holds the source's rows with the item columns as text labels (a value, or
     a node of its hierarchy), suppressed rows removed, and only `person`, the items and the columns listed
     in `keep`. `person` (None: the table's declared privacy unit) identifies whose rows are whose; rows
-    without a person are left out. `seed` breaks ties between equally rare labels. `stats`, a dict, receives
-    what the run did (rungs climbed, suppression passes, suppressed (person, label) pairs)."""
+    without a person are left out. `seed` breaks ties between equally rare labels. `strategy` 'suppress' is
+    the baseline that never generalizes: an item stays exact or is suppressed. `stats`, a dict, receives
+    what the run did (the person column, rungs, rounds, suppression passes, suppressed (person, label)
+    pairs). `_fn`: the public function whose errors these are (km_anonymity(), publish_km())."""
+    fn = _fn
     if not isinstance(table_name, str) or not table_name:
-        raise ValueError(f"{FN}(): argument 'table_name' must be a table name, got {table_name!r}")
-    items = _names_list(FN, "items", items)
-    k, m, seed = _integer(FN, "k", k, 1), _integer(FN, "m", m, 1), _integer(FN, "seed", seed, 0)
-    keep = _names_list(FN, "keep", [] if keep is None else keep, allow_empty=True)
-    target = _target(FN, into)
-    engine = DuckDBEngine(con, table_name, FN)
+        raise ValueError(f"{fn}(): argument 'table_name' must be a table name, got {table_name!r}")
+    items = _names_list(fn, "items", items)
+    k, m, seed = _integer(fn, "k", k, 1), _integer(fn, "m", m, 1), _integer(fn, "seed", seed, 0)
+    keep = _names_list(fn, "keep", [] if keep is None else keep, allow_empty=True)
+    if strategy not in ("generalize", "suppress"):
+        raise ValueError(f"{fn}(): argument 'strategy' must be 'generalize' or 'suppress', got {strategy!r}")
+    target = _target(fn, into)
+    engine = DuckDBEngine(con, table_name, fn)
     by_name = {column.name.lower(): column.name for column in engine.columns()}
     if person is None:
-        person = declared_person(con, FN, table_name)
+        person = declared_person(con, fn, table_name)
     elif not isinstance(person, str) or not person:
-        raise ValueError(f"{FN}(): argument 'person' must be a column name or None, got {person!r}")
+        raise ValueError(f"{fn}(): argument 'person' must be a column name or None, got {person!r}")
     for arg, names_ in (("person", [person]), ("items", items), ("keep", keep)):
         for name in names_:
             if name.lower() not in by_name:
-                raise ValueError(f"{FN}(): argument '{arg}': the table has no column {name!r}")
+                raise ValueError(f"{fn}(): argument '{arg}': the table has no column {name!r}")
     if person.lower() in {i.lower() for i in items}:
-        raise ValueError(f"{FN}(): argument 'person': {person!r} is also an item column")
+        raise ValueError(f"{fn}(): argument 'person': {person!r} is also an item column")
     for name in keep:
         if name.lower() in {i.lower() for i in items} | {person.lower()}:
-            raise ValueError(f"{FN}(): argument 'keep' names {name!r}, which is published anyway (person or item)")
+            raise ValueError(f"{fn}(): argument 'keep' names {name!r}, which is published anyway (person or item)")
     person, items = by_name[person.lower()], [by_name[i.lower()] for i in items]
+    if stats is not None:
+        stats["person"] = person
     published_names = {person.lower(), *(i.lower() for i in items), *(c.lower() for c in keep)}
     published = [column.name for column in engine.columns() if column.name.lower() in published_names]
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) "
                    "AND schema_name = coalesce(?, current_schema()) AND lower(table_name) = lower(?)",
                    [target.catalog or None, target.db or None, target.name]).fetchall()[0][0]:
-        raise ValueError(f"{FN}(): argument 'into': table {into!r} exists; choose a new name")
+        raise ValueError(f"{fn}(): argument 'into': table {into!r} exists; choose a new name")
     names = Names()
     hierarchy = names("hierarchy")
     try:
-        hierarchical = hierarchy_relation(con, FN, hierarchies, items, names.real(hierarchy))
-        sql = run(engine, FN, person, items, k, m, hierarchy if any(hierarchical) else None, hierarchical, names,
-                  published, seed, stats=stats)
-        con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")
+        hierarchical = hierarchy_relation(con, fn, hierarchies, items, names.real(hierarchy))
+        sql = run(engine, fn, person, items, k, m, hierarchy if any(hierarchical) else None, hierarchical, names,
+                  published, seed, generalize=strategy == "generalize", stats=stats)
+        temporary = " TEMP" if target.catalog.lower() == "temp" else ""  # DuckDB asks for the word
+        con.execute(f"CREATE{temporary} TABLE {target.sql('duckdb')} AS {sql}")
     finally:
         for name in names.made:
             engine.drop(name)

@@ -6,8 +6,27 @@ the ladder, and which itemsets became rare after a suppression.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from duckdb_anon.engines.base import Engine, Names
 from duckdb_anon.km.plan import Plan
+
+
+@lru_cache(maxsize=512)
+def _generated(plan_key: tuple, method: str, args: tuple) -> str:
+    """A query's SQL, generated once per plan and arguments: sqlglot's parse and generate cost more than
+    the query itself on small tables, and the rounds ask for the same queries again."""
+    return getattr(Plan(*plan_key), method)(*args)
+
+
+class _Cached:
+    """A Plan whose queries over internal names come from the cache."""
+
+    def __init__(self, *plan_key):
+        self.key, self.plan = plan_key, Plan(*plan_key)
+
+    def __getattr__(self, method):
+        return lambda *args: _generated(self.key, method, args)
 
 
 def ladder(heights: list[int]) -> list[tuple[int, ...]]:
@@ -25,14 +44,16 @@ def ladder(heights: list[int]) -> list[tuple[int, ...]]:
 
 def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, hierarchy: str | None,
         hierarchical: tuple[bool, ...], names: Names, published: list[str], seed: int = 0,
-        max_rounds: int = 50, stats: dict | None = None) -> str:
+        max_rounds: int = 50, generalize: bool = True, stats: dict | None = None) -> str:
     """Compute the k^m release and return its SQL (valid while the intermediate relations live).
 
     `hierarchy`: the name of a relation (col, leaf, path) holding the path of every value of the item
     columns flagged in `hierarchical`, col being the column's position in `items` (None: no column has
     one); built by the caller, which checks the hierarchies.
-    `stats`, when given, receives the rungs, passes and suppressed (person, label) pairs."""
-    plan = Plan(len(items), k, engine.dialect, seed, hierarchical)
+    `generalize` False: the baseline that only suppresses (items stay exact or go, no rounds).
+    `stats`, when given, receives the rungs, rounds, passes and suppressed (person, label) pairs."""
+    direct = Plan(len(items), k, engine.dialect, seed, hierarchical)  # for the queries over the source
+    plan = _Cached(len(items), k, engine.dialect, seed, tuple(hierarchical))
     source = engine.source()
 
     def create(name, sql):
@@ -40,48 +61,48 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
 
     leaves, holders, paths = names("leaves"), names("holders"), names("paths")
     engine.begin("records")
-    create(leaves, plan.leaves(source, person, items))
-    create(holders, plan.holders(source, person, items, leaves))
+    create(leaves, direct.leaves(source, person, items))
+    create(holders, direct.holders(source, person, items, leaves))
     create(paths, plan.paths(leaves, hierarchy))
     found = engine.value(names.real(plan.missing(paths)))
     if found is not None:
         raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{items[int(found[0])]}' has no leaf "
                          f"{found[1]!r}, a value of the table")
     heights = engine.value(names.real(plan.heights(paths)))
-    rungs = ladder(heights)
+    rungs = ladder(heights) if generalize else [(0,) * len(items)]
+    max_rounds = max_rounds if generalize else 0
     gen, floors, labels, numbered = names("gen"), names("floors"), names("labels"), names("numbered")
-    rec, following, rare, changed = names("rec_a"), names("rec_b"), names("rare"), names("changed")
-    victims = names("victims")
+    rec, following, changed, step = names("rec_a"), names("rec_b"), names("changed"), names("step")
+    taken, back, victims = names("taken"), names("back"), names("victims")
+    rares = {size: names(f"rare_{size}") for size in range(1, m + 1)}
     for name, what in ((gen, "gen"), (floors, "floors"), (labels, "labels")):
         engine.append(names.real(name), plan.none(what))  # created empty: later appends insert
     leaf_count = engine.count(names.real(leaves))
-    start, round_, taken = 0, 0, None
+    start, round_ = 0, 0
     while True:  # one round: the pending items climb the ladder, then the rare itemsets' weakest labels go back
         engine.begin(f"round {round_ + 1}")
-        for r in range(start, len(rungs)):
-            if engine.count(names.real(gen)) == leaf_count:
-                break
-            engine.append(names.real(gen), names.real(plan.rung(paths, holders, gen, floors, rungs[r], r, round_)))
+        if engine.count(names.real(gen)) < leaf_count:
+            for r in range(start, len(rungs)):
+                create(step, direct.step(rungs[r], r, round_))
+                engine.append(names.real(gen), names.real(plan.rung(paths, holders, gen, floors, step)))
         engine.append(names.real(labels), names.real(plan.new_labels(labels, gen)))
         create(numbered, plan.numbered(gen, labels))
         create(rec, plan.records(holders, numbered))
         if round_ >= max_rounds:
             break
-        if taken is not None:  # only itemsets with a changed label can have become rare
-            create(changed, plan.changed(numbered, taken, round_))
-        taken = names(f"taken_{round_}")
-        found = 0
+        if round_ > 0:  # only itemsets with a changed label can have become rare
+            create(changed, plan.changed(numbered, taken, step))
+        found = []
         for size in range(2, m + 1):
-            create(rare, plan.rare(rec, size, changed if round_ > 0 else None))
-            if engine.count(names.real(rare)):
-                engine.append(names.real(taken), names.real(plan.weakest(rec, rare, size)))
-                found += 1
+            create(rares[size], plan.rare(rec, size, changed if round_ > 0 else None))
+            if engine.count(names.real(rares[size])):
+                found.append((size, rares[size]))
         if not found:
             break
-        back = names(f"floors_{round_}")
+        create(taken, plan.weakest(rec, tuple(found)))
         create(back, plan.take_back(numbered, taken))
-        engine.append(names.real(floors), names.real(plan.sql("SELECT * FROM back", back=back)))
-        start = engine.value(names.real(plan.sql("SELECT min(floor) FROM back", back=back)))
+        engine.append(names.real(floors), names.real(direct.sql("SELECT * FROM back", back=back)))
+        start = engine.value(names.real(direct.sql("SELECT min(floor) FROM back", back=back)))
         create(gen, plan.kept_items(numbered, taken))  # replaced: gen stays appendable
         round_ += 1
     engine.begin("suppress")  # what the rounds left rare (max_rounds reached), suppressed person by person
@@ -90,10 +111,10 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
         passes += 1
         changed_any = False
         for size in range(1, m + 1):
-            create(rare, plan.rare(rec, size))
-            if engine.count(names.real(rare)) == 0:
+            create(rares[size], plan.rare(rec, size))
+            if engine.count(names.real(rares[size])) == 0:
                 continue
-            create(victims, plan.victims(rec, rare, size))
+            create(victims, plan.victims(rec, rares[size], size))
             removed += engine.count(names.real(victims))
             create(following, plan.without(rec, victims))
             rec, following = following, rec
@@ -105,4 +126,4 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
     kept = names("kept")
     engine.begin("release")
     create(kept, plan.kept(holders, numbered, rec, leaves))
-    return names.real(plan.release(source, person, items, published, kept))
+    return names.real(direct.release(source, person, items, published, kept))

@@ -100,26 +100,31 @@ class Plan:
         return self.sql("SELECT [" + self._each("coalesce(max(len(path{c})) - 1, 1)") + "] FROM paths", paths=paths)
 
     # ---- generalization ----------------------------------------------------------------------------------
-    def _label(self, c: int, level: int) -> str:
-        return f"path{c}[least({int(level)}, len(path{c}) - 1) + 1]"
+    def _label(self, c: int) -> str:
+        return f"path{c}[least(step.l{c}, len(path{c}) - 1) + 1]"
 
-    def rung(self, paths: str, holders: str, gen: str, floors: str, levels: tuple[int, ...], rung: int,
-             round_: int) -> str:
-        """The pending composite items that rung `levels` releases: their labels g<c>, when at least k people
-        hold the label among the pending items, and not every column is at its root. An item whose label was
-        taken back in an earlier round waits for the rung above the one that released it (`floors`)."""
-        labels = ", ".join(f"{self._label(c, lv)} AS g{c}" for c, lv in enumerate(levels))
-        at_root = " AND ".join(f"{int(lv)} >= len(path{c}) - 1" for c, lv in enumerate(levels))
+    def step(self, levels: tuple[int, ...], rung: int, round_: int) -> str:
+        """The one-row relation a rung reads (its levels l<c>, its number and the round): the rung's query
+        stays the same text, generated once."""
+        return self.sql(", ".join([*(f"{int(lv)} AS l{c}" for c, lv in enumerate(levels)), f"{int(rung)} AS rung",
+                                   f"{int(round_)} AS round"]).join(["SELECT ", ""]))
+
+    def rung(self, paths: str, holders: str, gen: str, floors: str, step: str) -> str:
+        """The pending composite items that the rung `step` releases: their labels g<c>, when at least k
+        people hold the label among the pending items, and not every column is at its root. An item whose
+        label was taken back in an earlier round waits for the rung above the one that released it (`floors`)."""
+        labels = ", ".join(f"{self._label(c)} AS g{c}" for c in range(self.c))
+        at_root = " AND ".join(f"step.l{c} >= len(path{c}) - 1" for c in range(self.c))
         groups = self._each("g{c}")
         return self.sql(f"""
-            WITH lab AS (SELECT lid, {labels}, {at_root} AS at_root FROM paths
+            WITH lab AS (SELECT lid, {labels}, {at_root} AS at_root FROM paths CROSS JOIN step
                          LEFT JOIN (SELECT lid, max(floor) AS floor FROM floors GROUP BY lid) f USING (lid)
-                         WHERE lid NOT IN (SELECT lid FROM gen) AND coalesce(f.floor, 0) <= {int(rung)}),
+                         WHERE lid NOT IN (SELECT lid FROM gen) AND coalesce(f.floor, 0) <= step.rung),
             support AS (SELECT {groups}, count(DISTINCT h.p) AS n FROM lab JOIN holders h USING (lid)
                         WHERE NOT at_root GROUP BY {groups} HAVING count(DISTINCT h.p) >= {self.k})
-            SELECT lab.lid, {self._each('lab.g{c}')}, {int(rung)} AS rung, {int(round_)} AS round
-            FROM lab JOIN support s ON {self._same('lab', 's', 'g')}""",
-                        paths=paths, holders=holders, gen=gen, floors=floors)
+            SELECT lab.lid, {self._each('lab.g{c}')}, step.rung, step.round
+            FROM lab JOIN support s ON {self._same('lab', 's', 'g')} CROSS JOIN step""",
+                        paths=paths, holders=holders, gen=gen, floors=floors, step=step)
 
     def none(self, what: str) -> str:
         """An empty relation of the shape of gen, floors or labels (appended to later)."""
@@ -144,10 +149,10 @@ class Plan:
         """The released records: one row per (person p, label gid)."""
         return self.sql("SELECT DISTINCT h.p, g.gid FROM holders h JOIN gen g USING (lid)", holders=holders, gen=gen)
 
-    def changed(self, numbered: str, taken: str, round_: int) -> str:
-        """The labels whose items changed in round `round_`: taken back, or given to items."""
-        return self.sql(f"SELECT gid FROM taken UNION SELECT gid FROM numbered WHERE round = {int(round_)}",
-                        numbered=numbered, taken=taken)
+    def changed(self, numbered: str, taken: str, step: str) -> str:
+        """The labels whose items changed in the round of `step`: taken back, or given to items."""
+        return self.sql("SELECT gid FROM taken UNION SELECT gid FROM numbered WHERE round = (SELECT round FROM step)",
+                        numbered=numbered, taken=taken, step=step)
 
     # ---- itemsets --------------------------------------------------------------------------------------
     def _itemsets(self, size: int, changed: bool) -> str:
@@ -184,13 +189,14 @@ class Plan:
         counts = ", ".join(f"u{j}.n AS n{j}" for j in range(1, size + 1))
         return joins, counts
 
-    def weakest(self, rec: str, rare: str, size: int) -> str:
-        """The labels to take back: of every rare itemset, its weakest member."""
-        joins, counts = self._supported(size, "b")
-        return self.sql(f"""
-            WITH support AS (SELECT gid, count(*) AS n FROM rec GROUP BY gid)
-            SELECT DISTINCT {self._weakest(size)} AS gid FROM (SELECT b.*, {counts} FROM rare b {joins})""",
-                        rec=rec, rare=rare)
+    def weakest(self, rec: str, rares: tuple[tuple[int, str], ...]) -> str:
+        """The labels to take back: of every rare itemset in `rares` ((size, relation) pairs), its weakest member."""
+        parts = []
+        for size, _ in rares:
+            joins, counts = self._supported(size, "b")
+            parts.append(f"SELECT {self._weakest(size)} AS gid FROM (SELECT b.*, {counts} FROM rare{size} b {joins})")
+        return self.sql(f"WITH support AS (SELECT gid, count(*) AS n FROM rec GROUP BY gid) {' UNION '.join(parts)}",
+                        rec=rec, **{f"rare{size}": name for size, name in rares})
 
     def take_back(self, numbered: str, taken: str) -> str:
         """The floors of the items whose label is taken back: the rung above the one that released them."""

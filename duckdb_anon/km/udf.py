@@ -1,0 +1,62 @@
+"""The UDF behind the SQL entry ``km_anonymity()`` (sql/85_km.sql): the Python driver, run from SQL.
+
+The algorithm loops over SQL it generates, so a table macro cannot run it alone. ``anon_km_release`` is
+folded when the query is bound: it runs :func:`duckdb_anon.km.km_anonymize` on a cursor of the database
+(which sees committed data), into a temporary table of that cursor, copies the release to a Parquet file
+in this process's temporary directory and returns the file's path, which the macro reads. The files are
+removed when the process exits.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import duckdb
+
+_folder: Path | None = None
+
+
+def _staging() -> Path:
+    global _folder
+    if _folder is None:
+        _folder = Path(tempfile.mkdtemp(prefix="duckdb_anon_km_"))
+        atexit.register(shutil.rmtree, _folder, True)
+    return _folder
+
+
+def _release(con: duckdb.DuckDBPyConnection):
+    def release(table_name, items, k, m, person, hierarchies, keep, seed):
+        from duckdb_anon.km import km_anonymize
+
+        name = f"__anon_km_{uuid.uuid4().hex[:12]}"
+        path = _staging() / f"{name}.parquet"
+        cursor = con.cursor()
+        try:
+            km_anonymize(cursor, table_name, person=person, items=items, k=k, m=m,
+                         hierarchies=None if hierarchies is None else json.loads(hierarchies),
+                         into=f"temp.main.{name}", seed=seed, keep=keep, _fn="km_anonymity")
+            quoted = str(path).replace("'", "''")  # our own temporary path, quoted all the same
+            cursor.execute(f"COPY temp.main.{name} TO '{quoted}' (FORMAT parquet)")
+        finally:
+            cursor.close()
+        return str(path)
+    return release
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Register ``anon_km_release`` on `con` (as walk.register does)."""
+    try:
+        con.remove_function("anon_km_release")
+    except Exception:  # not registered yet on this connection
+        pass
+    try:
+        con.create_function("anon_km_release", _release(con),
+                            ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT"],
+                            "VARCHAR", null_handling="special", side_effects=False)
+    except duckdb.CatalogException as err:
+        if "already exists" not in str(err):
+            raise

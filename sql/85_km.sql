@@ -1,0 +1,141 @@
+-- k^m-anonymity for one-to-many records (Terrovitis, Mamoulis, Kalnis, VLDB 2008): its measures, its
+-- check and its SQL entry. The measures and the check are pure SQL. km_anonymity() NEEDS THE PYTHON
+-- PACKAGE: the algorithm loops in Python over SQL it generates (duckdb_anon.km), registered by
+-- duckdb_anon.install() as the UDF anon_km_release; a plain DuckDB client can call every other function here.
+--
+-- A person's record is the set of their rows' items, an item being the tuple of the item columns' labels.
+
+-- A hierarchy from a table of edges (value, parent), e.g. item -> genre, or genre -> super-genre: the rows
+-- (leaf, path) that mondrian() and km_anonymize() take. Leaves are the values that are nobody's parent; a
+-- path follows the parents up to a value that has none. When the tops differ (an item -> genre table),
+-- they all get the root '*'. A value with two parents gives a leaf two paths, which the functions reading
+-- the hierarchy reject.
+CREATE OR REPLACE MACRO hierarchy_from_parents(table_name) AS TABLE
+WITH RECURSIVE
+checks AS (SELECT ok FROM anon_require_columns('hierarchy_from_parents', 'table_name', table_name, ['value', 'parent'])),
+edges AS (SELECT DISTINCT value::VARCHAR AS value, parent::VARCHAR AS parent
+          FROM anon_read(anon_after(anon_name_ok('hierarchy_from_parents', 'table_name', table_name), table_name),
+                         ['value', 'parent']), checks
+          WHERE checks.ok AND value IS NOT NULL),
+walk(leaf, path, node) AS (
+    SELECT value, [value], value FROM edges WHERE value NOT IN (SELECT parent FROM edges WHERE parent IS NOT NULL)
+    UNION ALL
+    SELECT w.leaf, w.path || [e.parent], e.parent
+    FROM walk w JOIN edges e ON e.value = w.node
+    WHERE e.parent IS NOT NULL AND NOT list_contains(w.path, e.parent)),
+complete AS (  -- paths that reached a value without a parent
+    SELECT DISTINCT leaf, path FROM walk w
+    WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.value = w.node AND e.parent IS NOT NULL AND NOT list_contains(w.path, e.parent))),
+tops AS (SELECT count(DISTINCT path[-1]) AS n FROM complete)
+SELECT leaf, CASE WHEN tops.n > 1 THEN path || ['*'] ELSE path END AS path FROM complete, tops ORDER BY leaf;
+
+-- A release's records as (person as text, label tuple as text): one row per distinct item of a person.
+CREATE OR REPLACE MACRO anon_km_records(release_table, person, items) AS TABLE
+SELECT DISTINCT p, to_json(list_value(*COLUMNS(items))) AS g
+FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM query_table(release_table));
+
+-- One row: the smallest number of people holding an itemset of up to m items (m from 1 to 3) that some
+-- released record holds (min_support), and how many such itemsets fewer than k people hold (rare_itemsets).
+-- The release is k^m-anonymous when rare_itemsets is 0. Counting pairs and triples costs the sum over
+-- people of their distinct items squared (cubed).
+CREATE OR REPLACE MACRO km_check(release_table, person, items, k, m) AS TABLE
+WITH
+args AS (SELECT ok FROM anon_arguments(anon_name_ok('km_check', 'release_table', release_table)
+                                       AND anon_name_ok('km_check', 'person', person, 'a column name')
+                                       AND anon_columns_ok('km_check', 'items', items)
+                                       AND anon_number_ok('km_check', 'k', k, lo := 1, integer := true)
+                                       AND anon_number_ok('km_check', 'm', m, lo := 1, hi := 3, integer := true))),
+rec AS MATERIALIZED (
+    SELECT p, dense_rank() OVER (ORDER BY g) AS gid FROM anon_km_records(release_table, person, items), args WHERE args.ok),
+sets AS (
+    SELECT count(*) AS n FROM rec GROUP BY gid
+    UNION ALL
+    SELECT count(*) FROM rec a JOIN rec b ON a.p = b.p AND a.gid < b.gid WHERE m >= 2 GROUP BY a.gid, b.gid
+    UNION ALL
+    SELECT count(*) FROM rec a JOIN rec b ON a.p = b.p AND a.gid < b.gid JOIN rec c ON c.p = a.p AND b.gid < c.gid
+    WHERE m >= 3 GROUP BY a.gid, b.gid, c.gid)
+SELECT min(n) AS min_support, count(*) FILTER (WHERE n < k) AS rare_itemsets FROM sets;
+
+-- Per item column (its position col, 0-based) and released label: the share of the column's leaves the label
+-- stands for, Terrovitis' NCP: 0 for a leaf (a value released as it is), leaves under the node / all leaves
+-- for an inner node, 1 for the root. A column without a hierarchy has the leaves of the source's values
+-- and the root '*'.
+CREATE OR REPLACE MACRO anon_km_ncp(source_table, release_table, items, hierarchy_sql) AS TABLE
+WITH
+released AS (SELECT unnest(range(len(items))) AS col, unnest(list_value(*COLUMNS(items))) AS label
+             FROM (SELECT COLUMNS(items)::VARCHAR FROM query_table(release_table))),
+labels AS (SELECT col, label, count(*) AS n FROM released GROUP BY ALL),  -- label: NULL for a NULL value
+hier AS (SELECT list_position(list_transform(items, lambda i: lower(i)), qi) - 1 AS col, leaf, path
+         FROM anon_hierarchy_leaves('km_measures', hierarchy_sql)),
+nodes AS (SELECT col, node, count(*) AS leaves FROM (SELECT col, unnest(path[2:]) AS node FROM hier) GROUP BY ALL),
+sizes AS (SELECT col, count(*) AS leaves FROM hier GROUP BY col),
+plain AS (SELECT col, count(DISTINCT v) AS leaves
+          FROM (SELECT unnest(range(len(items))) AS col, unnest(list_value(*COLUMNS(items))) AS v
+                FROM (SELECT COLUMNS(items)::VARCHAR FROM query_table(source_table)))
+          WHERE col NOT IN (SELECT col FROM sizes) GROUP BY col)
+SELECT l.col, l.label, l.n,
+       CASE WHEN l.col IN (SELECT col FROM sizes)
+            THEN coalesce(nd.leaves / s.leaves, 0.0)
+            ELSE CASE WHEN l.label = '*' AND (SELECT leaves FROM plain p WHERE p.col = l.col) > 1 THEN 1.0 ELSE 0.0 END END AS ncp
+FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JOIN sizes s ON s.col = l.col;
+
+-- One row of what a k^m release lost against its source:
+--   information_loss  Terrovitis' NCP per row (the mean over the item columns), a suppressed row counting 1,
+--                     averaged over the source's rows (0: nothing lost, 1: nothing left);
+--   rows_suppressed   share of the source's rows missing from the release;
+--   items_suppressed  share of the distinct values of the first item column that no released label covers
+--                     (neither the value nor one of its ancestors);
+--   popularity_spearman  Spearman's rank correlation, over those values, of their rows in the source and
+--                     the rows released with the value itself (ties take their mean rank).
+CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL) AS TABLE
+WITH
+args AS (SELECT ok FROM anon_arguments(anon_name_ok('km_measures', 'source_table', source_table)
+                                       AND anon_name_ok('km_measures', 'release_table', release_table)
+                                       AND anon_columns_ok('km_measures', 'items', items))),
+ncp AS (SELECT * FROM anon_km_ncp(source_table, release_table, items,
+                                  anon_hierarchy_sql('km_measures', hierarchies, items))),
+counts AS (SELECT (SELECT count(*) FROM query_table(source_table)) AS source_rows,
+                  (SELECT count(*) FROM query_table(release_table)) AS release_rows),
+first_before AS (SELECT COLUMNS([items[1]])::VARCHAR AS v, count(*) AS n FROM query_table(source_table) GROUP BY ALL),
+first_after AS (SELECT label AS v, n FROM ncp WHERE col = 0),
+paths AS (SELECT leaf, path FROM anon_hierarchy_leaves('km_measures', anon_hierarchy_sql('km_measures', hierarchies, items))
+          WHERE qi = lower(items[1])),
+covered AS (
+    SELECT b.v, b.n, coalesce(a.n, 0) AS kept,
+           a.n IS NOT NULL OR EXISTS (SELECT 1 FROM paths p JOIN first_after g ON list_contains(p.path, g.v) WHERE p.leaf = b.v)
+           OR EXISTS (SELECT 1 FROM first_after g WHERE g.v = '*') AS covered
+    FROM first_before b LEFT JOIN first_after a ON a.v IS NOT DISTINCT FROM b.v),
+ranked AS (
+    SELECT (rank() OVER (ORDER BY n) + rank() OVER (ORDER BY n) + count(*) OVER (PARTITION BY n) - 1) / 2.0 AS before_rank,
+           (rank() OVER (ORDER BY kept) + rank() OVER (ORDER BY kept) + count(*) OVER (PARTITION BY kept) - 1) / 2.0 AS after_rank
+    FROM covered)
+SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_rows - c.release_rows)) / nullif(c.source_rows, 0)
+           AS information_loss,
+       (c.source_rows - c.release_rows) / nullif(c.source_rows, 0) AS rows_suppressed,
+       (SELECT count(*) FILTER (WHERE NOT covered) / nullif(count(*), 0) FROM covered) AS items_suppressed,
+       (SELECT corr(before_rank, after_rank) FROM ranked) AS popularity_spearman
+FROM counts c, args WHERE args.ok;
+
+-- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0): the
+-- release duckdb_anon.km.km_anonymize() writes, as rows. The UDF runs it when the query is bound, on a
+-- cursor of the same database (so it sees committed data), and stages the release in a Parquet file of the
+-- Python process's temporary directory (removed when the process exits), which the query reads.
+CREATE OR REPLACE MACRO km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL,
+                                     seed := 0) AS TABLE
+SELECT * FROM read_parquet(anon_km_release(
+    CASE WHEN typeof(table_name) = 'VARCHAR' THEN table_name::VARCHAR
+         ELSE error('km_anonymity(): argument ''table_name'' must be a table name, got ' || anon_shown(table_name)) END,
+    CASE WHEN typeof(items) IN ('VARCHAR[]') THEN items::VARCHAR[]
+         ELSE error('km_anonymity(): argument ''items'' must be a list of column names, got ' || anon_shown(items)) END,
+    CASE WHEN regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN k::BIGINT
+         ELSE error('km_anonymity(): argument ''k'' must be an integer >= 1, got ' || anon_shown(k)) END,
+    CASE WHEN regexp_matches(typeof(m), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN m::BIGINT
+         ELSE error('km_anonymity(): argument ''m'' must be an integer >= 1, got ' || anon_shown(m)) END,
+    person::VARCHAR,
+    CASE WHEN hierarchies IS NULL THEN NULL
+         WHEN typeof(hierarchies) LIKE 'STRUCT(%' OR typeof(hierarchies) LIKE 'MAP(%' THEN to_json(hierarchies)::VARCHAR
+         ELSE error('km_anonymity(): argument ''hierarchies'' must be a STRUCT or MAP of item column -> hierarchy table name') END,
+    CASE WHEN keep IS NULL THEN NULL WHEN typeof(keep) IN ('VARCHAR[]', '"NULL"[]') THEN keep::VARCHAR[]
+         ELSE error('km_anonymity(): argument ''keep'' must be a list of column names, got ' || anon_shown(keep)) END,
+    CASE WHEN regexp_matches(typeof(seed), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN seed::BIGINT
+         ELSE error('km_anonymity(): argument ''seed'' must be an integer >= 0, got ' || anon_shown(seed)) END));

@@ -1,0 +1,172 @@
+"""k^m-anonymity (duckdb_anon.km, sql/85_km.sql): the property checked with pandas over the release alone,
+the rare-genre case, the measures recomputed by hand, the SQL entry, the frozen release."""
+from collections import Counter
+from itertools import combinations
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import duckdb_anon
+from duckdb_anon.km import km_anonymize
+
+GENRES = {0: "g0", 1: "g0", 2: "g0", 3: "g1", 4: "g1", 5: "g1", 6: "g2"}  # g2 holds one item
+
+
+def records(release: pd.DataFrame, person: str, items: list[str]) -> dict:
+    """person -> the set of their released items (tuples of labels; NULL as None)."""
+    frame = release[items].astype(object).where(release[items].notna(), None)
+    out: dict = {}
+    for p, row in zip(release[person], frame.itertuples(index=False, name=None)):
+        out.setdefault(p, set()).add(row)
+    return out
+
+
+def rare_itemsets(release: pd.DataFrame, person: str, items: list[str], k: int, m: int) -> list:
+    """Every itemset of up to m items some released record holds that fewer than k records hold."""
+    held = Counter()
+    for record in records(release, person, items).values():
+        ordered = sorted(record, key=repr)
+        for size in range(1, m + 1):
+            held.update(frozenset(s) for s in combinations(ordered, size))
+    return [s for s, n in held.items() if n < k]
+
+
+def ancestors(value, path_of: dict) -> set:
+    """The labels a value may be released as: itself (as text; NULL stays None) and its ancestors."""
+    text = None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return {text, *path_of.get(text, [text, "*"])[1:]}
+
+
+def assert_covers(source: pd.DataFrame, release: pd.DataFrame, person: str, items: list[str], paths: dict):
+    """Each person's released rows are at most their source rows, and each released row generalizes one of
+    the person's source rows column by column (paths: column -> {value text: path})."""
+    by_person = {p: g for p, g in source.groupby(person)}
+    for p, rows in release.groupby(person):
+        mine = by_person[p]
+        assert len(rows) <= len(mine)
+        for row in rows[items].astype(object).where(rows[items].notna(), None).itertuples(index=False, name=None):
+            assert any(all(label in ancestors(value, paths.get(c, {})) for label, value, c in zip(row, original, items))
+                       for original in mine[items].astype(object).where(mine[items].notna(), None).itertuples(index=False, name=None)), \
+                (p, row)
+
+
+@pytest.fixture(scope="module")
+def kcon():
+    con = duckdb_anon.connect()
+    con.execute("CREATE TABLE genre_edges AS SELECT * FROM (VALUES " + ", ".join(f"('{i}', '{g}')" for i, g in GENRES.items())
+                + ") t(value, parent)")
+    con.execute("CREATE TABLE genres AS SELECT * FROM hierarchy_from_parents('genre_edges')")
+    yield con
+    con.close()
+
+
+rows_strategy = st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.integers(0, 6)),
+                                   st.one_of(st.none(), st.sampled_from(["a", "b"]))), min_size=1, max_size=40)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=rows_strategy, k=st.integers(2, 3), m=st.integers(1, 3), heavy=st.booleans(), constant=st.booleans())
+def test_every_itemset_of_up_to_m_released_items_is_held_by_k_people(kcon, rows, k, m, heavy, constant):
+    """Random small transaction tables: ties and repeated rows, NULL items, one heavy person holding every
+    item (heavy), one item for everyone (constant)."""
+    if heavy:
+        rows = rows + [(8, i, b) for i in range(7) for b in ("a", "b")]
+    if constant:
+        rows = [(p, 3, "a") for p, _, _ in rows]
+    source = pd.DataFrame(rows, columns=["person", "item", "band"]).astype({"item": "Int64"})
+    kcon.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM source")
+    kcon.execute("DROP TABLE IF EXISTS out")
+    km_anonymize(kcon, "t", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"}, into="out")
+    release = kcon.execute("SELECT * FROM out").df()
+    assert list(release.columns) == ["person", "item", "band"]
+    assert rare_itemsets(release, "person", ["item", "band"], k, m) == []
+    genre_paths = {str(i): [str(i), g, "*"] for i, g in GENRES.items()}
+    assert_covers(source, release, "person", ["item", "band"], {"item": genre_paths})
+    # nothing but the all-root item ('*', '*') is ever dropped for lack of a hierarchy rung: a label with
+    # every column at its root is never released
+    assert not ((release["item"] == "*") & (release["band"] == "*")).any()
+    if constant and len(set(source["person"])) >= k:  # one item held by k people or more goes out whole
+        assert len(release) == len(source)
+
+
+def test_one_rare_genre_costs_its_one_row_and_nothing_else(kcon):
+    """Ten people rate items 0..5 (genres g0, g1); one of them also rates item 6, alone in genre g2. The
+    item cannot hide at its genre either: its row goes, and every other row stays exact (a cut of the
+    hierarchy would move every item to the root)."""
+    kcon.execute("CREATE OR REPLACE TABLE rg AS SELECT p AS person, i AS item FROM range(10) a(p), range(6) b(i) "
+                 "UNION ALL SELECT 0, 6")
+    kcon.execute("DROP TABLE IF EXISTS rg_out")
+    km_anonymize(kcon, "rg", person="person", items=["item"], k=5, m=2, hierarchies={"item": "genres"}, into="rg_out")
+    source = kcon.execute("SELECT person, item::VARCHAR AS item FROM rg").df()
+    release = kcon.execute("SELECT * FROM rg_out").df()
+    expected = source[source["item"] != "6"]
+    assert sorted(map(tuple, release.values.tolist())) == sorted(map(tuple, expected.values.tolist()))
+    loss, rows_out, items_out, spearman = kcon.execute(
+        "SELECT * FROM km_measures('rg', 'rg_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
+    assert loss == pytest.approx(1 / 61) and rows_out == pytest.approx(1 / 61)
+    assert items_out == pytest.approx(1 / 7)
+    before = source["item"].value_counts()
+    after = release["item"].value_counts().reindex(before.index, fill_value=0)
+    assert spearman == pytest.approx(before.rank().corr(after.rank()))
+
+
+def test_generalized_labels_are_measured_by_the_leaves_they_stand_for(kcon):
+    """Items 0..2 (genre g0), each rated by two of six people: at k = 3 no item is held by three, so all
+    climb to g0 (3 of 7 leaves: NCP 3/7 per row)."""
+    kcon.execute("CREATE OR REPLACE TABLE gl AS SELECT p AS person, p % 3 AS item FROM range(6) a(p)")
+    kcon.execute("DROP TABLE IF EXISTS gl_out")
+    km_anonymize(kcon, "gl", person="person", items=["item"], k=3, m=1, hierarchies={"item": "genres"}, into="gl_out")
+    assert kcon.execute("SELECT list(DISTINCT item), count(*) FROM gl_out").fetchall()[0] == (["g0"], 6)
+    loss, rows_out, items_out, _ = kcon.execute(
+        "SELECT * FROM km_measures('gl', 'gl_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
+    assert loss == pytest.approx(3 / 7) and rows_out == 0 and items_out == 0
+
+
+def test_release_publishes_only_person_items_and_keep_and_follows_the_declared_person(kcon):
+    kcon.execute("CREATE OR REPLACE TABLE kp AS SELECT p AS person, p % 2 AS item, 'secret' || p AS note, p * 10 AS extra "
+                 "FROM range(12) a(p)")
+    duckdb_anon.declare_privacy_unit(kcon, "kp", "person")
+    for name, keep, columns in (("kp_a", None, ["person", "item"]), ("kp_b", ["extra"], ["person", "item", "extra"])):
+        kcon.execute(f"DROP TABLE IF EXISTS {name}")
+        km_anonymize(kcon, "kp", items=["item"], k=3, m=1, into=name, keep=keep)
+        assert [r[0] for r in kcon.execute(f"DESCRIBE {name}").fetchall()] == columns
+    assert kcon.execute("SELECT count(*) FROM kp_a").fetchall()[0][0] == 12
+
+
+def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
+    kcon.execute("CREATE OR REPLACE TABLE sr AS SELECT * FROM synthetic_ratings(60, items := 30, ratings_per_user := 6, seed := 4)")
+    kcon.execute("CREATE OR REPLACE TABLE sr_h AS SELECT * FROM hierarchy_intervals('sr', 'item', [5, 15])")
+    releases = []
+    for name in ("sr_a", "sr_b"):
+        kcon.execute(f"DROP TABLE IF EXISTS {name}")
+        km_anonymize(kcon, "sr", person="record_id", items=["item", "value"], k=4, m=2, hierarchies={"item": "sr_h"}, into=name)
+        releases.append(kcon.execute(f"SELECT * FROM {name}").fetchall())
+    via_sql = kcon.execute("SELECT * FROM km_anonymity('sr', ['item', 'value'], 4, 2, person := 'record_id', "
+                           "hierarchies := {'item': 'sr_h'})").fetchall()
+    assert releases[0] == releases[1]
+    assert sorted(via_sql) == sorted(releases[0])
+    release = kcon.execute("SELECT * FROM sr_a").df()
+    assert rare_itemsets(release, "record_id", ["item", "value"], 4, 2) == []
+    assert kcon.execute("SELECT rare_itemsets, min_support >= 4 FROM km_check('sr_a', 'record_id', ['item', 'value'], 4, 2)"
+                        ).fetchall()[0] == (0, True)
+
+
+def test_the_suppression_baseline_keeps_items_exact_and_reaches_km(kcon):
+    kcon.execute("CREATE OR REPLACE TABLE sb AS SELECT * FROM synthetic_ratings(60, items := 30, ratings_per_user := 6, seed := 5)")
+    kcon.execute("DROP TABLE IF EXISTS sb_out")
+    km_anonymize(kcon, "sb", person="record_id", items=["item"], k=4, m=2, into="sb_out", strategy="suppress")
+    release = kcon.execute("SELECT * FROM sb_out").df()
+    assert rare_itemsets(release, "record_id", ["item"], 4, 2) == []
+    source_items = set(kcon.execute("SELECT DISTINCT item::VARCHAR FROM sb").df().iloc[:, 0])
+    assert set(release["item"]) <= source_items  # never generalized
+
+
+def test_a_frozen_km_release_is_recorded_with_its_arguments(kcon):
+    kcon.execute("CREATE OR REPLACE TABLE fr AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
+    row = duckdb_anon.publish_km(kcon, "fr", "fr_release", items=["item"], k=3, m=2, person="person")
+    assert (row["method"], row["rows"], row["achieved_k"], row["k"]) == ("km", 32, 8, 3)
+    assert kcon.execute("SELECT count(*) FROM fr_release").fetchall()[0][0] == 32
+    with pytest.raises(Exception, match="publish_km"):  # a second release of the source is not audited
+        duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person")

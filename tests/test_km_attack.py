@@ -122,3 +122,21 @@ def test_year_month_and_star_date_labels_cover_the_days_they_hold(module_con):
     con.execute("CREATE TABLE known AS SELECT 9 AS target_id, 3 AS item, 4 AS value, DATE '2001-05-05' AS ts")
     scores = con.execute("SELECT best_record, score, runner_up FROM deanonymize('starred', 'known')").fetchall()[0]
     assert scores[1] == pytest.approx(2 / math.log(2)) and scores[2] == pytest.approx(2 / math.log(2))
+
+
+def test_an_item_generalized_to_a_node_of_its_hierarchy_covers_its_leaves(module_con):
+    """k^m-anonymity with an item -> genre hierarchy publishes genre names; with `hierarchies` the attack
+    reads a genre as every item under it, so every record holding the genre scores the full credit."""
+    con = module_con
+    con.execute("CREATE TABLE genres AS SELECT * FROM (VALUES ('a', ['a', 'g1', '*']), ('b', ['b', 'g1', '*']), "
+                "('c', ['c', '*'])) v(leaf, path)")
+    con.execute("CREATE TABLE by_genre AS SELECT * FROM (VALUES (1, 'g1', '4', '2001'), (2, 'g1', '4-5', '2001'), "
+                "(3, 'b', '4', '2001'), (4, 'c', '4', '2001'), (5, '*', '4', '2001')) v(record_id, item, value, ts)")
+    con.execute("CREATE TABLE knows_a AS SELECT 9 AS target_id, 'a' AS item, 4 AS value, DATE '2001-05-05' AS ts")
+    scored = con.execute("SELECT record_id, score FROM (SELECT unnest(top_candidates, recursive := true) FROM "
+                         "anon_deanonymize('deanonymize', 'by_genre', 'knows_a', 1.5, 30, 1.5, true, {'item': 'genres'})) "
+                         "ORDER BY record_id").fetchall()
+    full = 2 / math.log(3)  # three released rows cover item 'a': g1, g1 and '*'
+    assert [r for r, _ in scored] == [1, 2, 5] and all(s == pytest.approx(full) for _, s in scored)
+    with pytest.raises(Exception, match=r"deanonymize\(\): argument 'hierarchies'"):
+        con.execute("SELECT * FROM deanonymize('by_genre', 'knows_a', hierarchies := {'value': 'genres'})").fetchall()

@@ -89,7 +89,10 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     `events_keep`. The pseudonym key `key_name` must be set in the session. The person table is audited for
     differencing against earlier releases of `persons` as :func:`duckdb_anon.publish_mondrian` does."""
     fn = FN
-    check_release_name(con, fn, name, replace)
+    if not isinstance(name, str) or not name.strip():
+        raise DeclarationError(f"{fn}(): argument 'name' must be a release name, got {name!r}")
+    if not replace and con.execute("SELECT count(*) FROM anon_table_releases WHERE name = ?", [name]).fetchall()[0][0]:
+        raise DeclarationError(f"{fn}(): argument 'name': release {name!r} exists (pass replace=True to replace it)")
     persons_into = f"{name}_persons" if persons_into is None else persons_into
     events_into = f"{name}_events" if events_into is None else events_into
     check_release_name(con, fn, persons_into, replace)

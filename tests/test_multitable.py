@@ -98,6 +98,8 @@ def test_two_releases_do_not_link_and_the_real_key_never_appears(published):
         text = con.execute(f"SELECT * FROM {table}").df().to_csv()
         assert KEY not in text and KEY[12:76] not in text
         assert "private note" not in text and "name 1" not in text  # undeclared columns stay out
+    with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'name': release 'r1' exists"):
+        publish(con, "r1", persons_into="other_p", events_into="other_e")
     # deterministic: the same tables give the same rows; only the pseudonyms differ between the releases
     for part in ("persons", "events"):
         rows = [sorted(map(str, con.execute(f"SELECT * EXCLUDE (pid) FROM r{n}_{part}").fetchall())) for n in (1, 2)]
@@ -145,11 +147,11 @@ def test_bad_arguments_name_the_argument_and_leave_nothing_behind(con):
         publish(con, "r1", m=0)
     with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'events': cannot read table 'missing'"):
         publish(con, "r1", events="missing")
-    con.execute("CREATE TABLE r1_events AS SELECT 1 AS x")
-    with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'name': table 'r1_events' exists"):
-        publish(con, "r1")
+    con.execute("CREATE TABLE bad_events AS SELECT 1 AS x")
+    with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'name': table 'bad_events' exists"):
+        publish(con, "bad")
     with pytest.raises(duckdb.Error):  # a failure inside the publish (here: mondrian() refuses the QI)
         publish(con, "r2", qis=["age", "no_such_column"])
     left = con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'r2%' OR table_name LIKE '__anon_tables%'").fetchall()
     assert left == [] and con.execute("SELECT count(*) FROM anon_table_releases").fetchall() == [(0,)]
-    assert con.execute("SELECT * FROM r1_events").fetchall() == [(1,)]
+    assert con.execute("SELECT * FROM bad_events").fetchall() == [(1,)]

@@ -26,6 +26,11 @@ from duckdb_anon.km import km_anonymize
 HIERARCHIES = {"item": "h_item", "value": "h_value", "ts": "h_ts"}
 
 
+def shown(value) -> str:
+    """A measure, or n/a when it is undefined (Spearman over item ids none of which is released as itself)."""
+    return "n/a" if value is None or value != value else f"{value:.3f}"
+
+
 def attack(con, release: str, known: int, targets: int) -> dict:
     con.execute(f"CREATE OR REPLACE TABLE aux AS SELECT * FROM synthetic_aux('eligible', {targets}, known_items := {known}, "
                 "days_noise := 0, seed := 5)")
@@ -69,7 +74,7 @@ def main(users: int = 5000, targets: int = 500) -> None:
                 found = attack(con, release, known, targets)
                 bound = 1 / k + 2 * math.sqrt((1 / k) * (1 - 1 / k) / max(found["present"], 1))
                 gate = ("pass" if found["top1"] <= bound else "FAIL") if known <= m else "(not promised)"
-                print(f"| k^m k = {k}, m = {m} | {known} | {100 * (1 - rows_out):.1f} % | {loss:.3f} | {items_out:.3f} | {rho:.3f} | "
+                print(f"| k^m k = {k}, m = {m} | {known} | {100 * (1 - rows_out):.1f} % | {loss:.3f} | {items_out:.3f} | {shown(rho)} | "
                       f"{found['present']} | {found['top1']:.3f} | {bound:.3f} | {gate} | {found['top5']:.3f} | {found['matched']:.3f} | "
                       f"{found['unique']:.3f} | {km_s:.1f} | {found['attack_s']:.1f} |")
     print(f"\nload average at end {os.getloadavg()[0]:.1f}")

@@ -100,6 +100,8 @@ def test_two_releases_do_not_link_and_the_real_key_never_appears(published):
         assert "private note" not in text and "name 1" not in text  # undeclared columns stay out
     with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'name': release 'r1' exists"):
         publish(con, "r1", persons_into="other_p", events_into="other_e")
+    with pytest.raises(DeclarationError, match=r"publish_rerelease\(\): argument 'previous': 'r2_persons' is the person table"):
+        duckdb_anon.publish_rerelease(con, "persons", "r3_persons")  # it cannot make the per-release pseudonym
     # deterministic: the same tables give the same rows; only the pseudonyms differ between the releases
     for part in ("persons", "events"):
         rows = [sorted(map(str, con.execute(f"SELECT * EXCLUDE (pid) FROM r{n}_{part}").fetchall())) for n in (1, 2)]

@@ -1,7 +1,8 @@
 -- k^m-anonymity for one-to-many records (Terrovitis, Mamoulis, Kalnis, VLDB 2008): its measures, its
 -- check and its SQL entry. The measures and the check are pure SQL. km_anonymity() NEEDS THE PYTHON
 -- PACKAGE: the algorithm loops in Python over SQL it generates (duckdb_anon.km), registered by
--- duckdb_anon.install() as the UDF anon_km_release; a plain DuckDB client can call every other function here.
+-- duckdb_anon.install() as the UDF km_anonymity_needs_the_duckdb_anon_python_package (named so that the
+-- error a plain DuckDB client gets says what is missing); a plain client can call every other function here.
 --
 -- A person's record is the set of their rows' items, an item being the tuple of the item columns' labels.
 
@@ -15,8 +16,8 @@ WITH RECURSIVE
 checks AS (SELECT ok FROM anon_require_columns('hierarchy_from_parents', 'table_name', table_name, ['value', 'parent'])),
 edges AS (SELECT DISTINCT value::VARCHAR AS value, parent::VARCHAR AS parent
           FROM anon_read(anon_after(anon_name_ok('hierarchy_from_parents', 'table_name', table_name), table_name),
-                         ['value', 'parent']), checks
-          WHERE checks.ok AND value IS NOT NULL),
+                         ['value', 'parent'])
+          WHERE value IS NOT NULL),
 walk(leaf, path, node) AS (
     SELECT value, [value], value FROM edges WHERE value NOT IN (SELECT parent FROM edges WHERE parent IS NOT NULL)
     UNION ALL
@@ -27,7 +28,10 @@ complete AS (  -- paths that reached a value without a parent
     SELECT DISTINCT leaf, path FROM walk w
     WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.value = w.node AND e.parent IS NOT NULL AND NOT list_contains(w.path, e.parent))),
 tops AS (SELECT count(DISTINCT path[-1]) AS n FROM complete)
-SELECT leaf, CASE WHEN tops.n > 1 THEN path || ['*'] ELSE path END AS path FROM complete, tops ORDER BY leaf;
+SELECT leaf, path FROM (SELECT leaf, CASE WHEN tops.n > 1 THEN path || ['*'] ELSE path END AS path
+                       FROM complete, tops, checks WHERE checks.ok ORDER BY leaf)
+UNION ALL  -- the checks as a branch of their own, so that they run when there are no edges (never a row)
+SELECT NULL, NULL FROM checks WHERE NOT ok;
 
 -- A release's records as (person as text, label tuple as text): one row per distinct item of a person.
 CREATE OR REPLACE MACRO anon_km_records(release_table, person, items) AS TABLE
@@ -40,13 +44,14 @@ FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM query
 -- people of their distinct items squared (cubed).
 CREATE OR REPLACE MACRO km_check(release_table, person, items, k, m) AS TABLE
 WITH
-args AS (SELECT ok FROM anon_arguments(anon_name_ok('km_check', 'release_table', release_table)
-                                       AND anon_name_ok('km_check', 'person', person, 'a column name')
-                                       AND anon_columns_ok('km_check', 'items', items)
-                                       AND anon_number_ok('km_check', 'k', k, lo := 1, integer := true)
-                                       AND anon_number_ok('km_check', 'm', m, lo := 1, hi := 3, integer := true))),
-rec AS MATERIALIZED (
-    SELECT p, dense_rank() OVER (ORDER BY g) AS gid FROM anon_km_records(release_table, person, items), args WHERE args.ok),
+rec AS MATERIALIZED (  -- the arguments are checked when the table name is bound
+    SELECT p, dense_rank() OVER (ORDER BY g) AS gid
+    FROM anon_km_records(anon_after(anon_name_ok('km_check', 'release_table', release_table)
+                                    AND anon_name_ok('km_check', 'person', person, 'a column name')
+                                    AND anon_columns_ok('km_check', 'items', items)
+                                    AND anon_number_ok('km_check', 'k', k, lo := 1, integer := true)
+                                    AND anon_number_ok('km_check', 'm', m, lo := 1, hi := 3, integer := true), release_table),
+                         person, items)),
 sets AS (
     SELECT count(*) AS n FROM rec GROUP BY gid
     UNION ALL
@@ -86,12 +91,11 @@ FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JO
 --   items_suppressed  share of the distinct values of the first item column that no released label covers
 --                     (neither the value nor one of its ancestors);
 --   popularity_spearman  Spearman's rank correlation, over those values, of their rows in the source and
---                     the rows released with the value itself (ties take their mean rank).
-CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL) AS TABLE
+--                     the rows released with the value itself (ties take their mean rank); NULL when
+--                     either side is constant (say, no value released as itself).
+-- km_measures() checks the arguments and passes them on.
+CREATE OR REPLACE MACRO anon_km_measures(source_table, release_table, items, hierarchies) AS TABLE
 WITH
-args AS (SELECT ok FROM anon_arguments(anon_name_ok('km_measures', 'source_table', source_table)
-                                       AND anon_name_ok('km_measures', 'release_table', release_table)
-                                       AND anon_columns_ok('km_measures', 'items', items))),
 ncp AS (SELECT * FROM anon_km_ncp(source_table, release_table, items,
                                   anon_hierarchy_sql('km_measures', hierarchies, items))),
 counts AS (SELECT (SELECT count(*) FROM query_table(source_table)) AS source_rows,
@@ -113,8 +117,14 @@ SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_row
            AS information_loss,
        (c.source_rows - c.release_rows) / nullif(c.source_rows, 0) AS rows_suppressed,
        (SELECT count(*) FILTER (WHERE NOT covered) / nullif(count(*), 0) FROM covered) AS items_suppressed,
-       (SELECT corr(before_rank, after_rank) FROM ranked) AS popularity_spearman
-FROM counts c, args WHERE args.ok;
+       (SELECT CASE WHEN NOT isnan(r) THEN r END FROM (SELECT corr(before_rank, after_rank) AS r FROM ranked)) AS popularity_spearman
+FROM counts c;
+
+CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL) AS TABLE
+SELECT * FROM anon_km_measures(
+    anon_after(anon_name_ok('km_measures', 'source_table', source_table) AND anon_columns_ok('km_measures', 'items', items),
+               source_table),
+    anon_after(anon_name_ok('km_measures', 'release_table', release_table), release_table), items, hierarchies);
 
 -- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0): the
 -- release duckdb_anon.km.km_anonymize() writes, as rows. The UDF runs it when the query is bound, on a
@@ -122,7 +132,7 @@ FROM counts c, args WHERE args.ok;
 -- Python process's temporary directory (removed when the process exits), which the query reads.
 CREATE OR REPLACE MACRO km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL,
                                      seed := 0) AS TABLE
-SELECT * FROM read_parquet(anon_km_release(
+SELECT * FROM read_parquet(km_anonymity_needs_the_duckdb_anon_python_package(
     CASE WHEN typeof(table_name) = 'VARCHAR' THEN table_name::VARCHAR
          ELSE error('km_anonymity(): argument ''table_name'' must be a table name, got ' || anon_shown(table_name)) END,
     CASE WHEN typeof(items) IN ('VARCHAR[]') THEN items::VARCHAR[]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 NUMERIC, TEMPORAL, CATEGORICAL = "numeric", "temporal", "categorical"
@@ -85,3 +87,25 @@ class Names:
     def real(self, sql: str) -> str:
         """SQL over this run's relations (the prefix is ours, never user input)."""
         return sql.replace(RUN, self.prefix)
+
+
+def render(text: str, dialect: str, column: Callable[[str], str | None], source: exp.Expression | None = None,
+           **tables: str) -> str:
+    """Parse DuckDB-dialect `text` over placeholders and write it in `dialect`: an identifier that
+    `column` maps to a name becomes that name, quoted (user input enters the tree only so); the table
+    ``__anon_source`` becomes `source`; a table named as a key of `tables` becomes the relation named by its
+    value, keeping the placeholder's name as its alias, so ``cells.x`` still reads."""
+    tree = sqlglot.parse_one(text, read="duckdb")
+
+    def substitute(node):
+        if isinstance(node, exp.Identifier):
+            name = column(node.name)
+            if name is not None:
+                return exp.to_identifier(name, quoted=True)
+        if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
+            return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
+        if isinstance(node, exp.Table) and node.name in tables and not node.db:
+            return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
+        return node
+
+    return tree.transform(substitute).sql(dialect)

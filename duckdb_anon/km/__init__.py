@@ -63,9 +63,13 @@ def hierarchy_relation(con: duckdb.DuckDBPyConnection, fn: str, hierarchies, ite
         raise ValueError(f"{fn}(): argument 'hierarchies' must be a dict of item column -> hierarchy table name, "
                          f"e.g. {{'item': 'item_genres'}}, got {hierarchies!r}")
     lowered = [i.lower() for i in items]
-    for key in hierarchies:
+    for key, table in hierarchies.items():
         if key.lower() not in lowered:
             raise ValueError(f"{fn}(): argument 'hierarchies' names {key!r}, which is not among the item columns {items}")
+        try:
+            con.execute("DESCRIBE SELECT * FROM query_table(?)", [table]).fetchall()
+        except duckdb.Error as err:
+            raise ValueError(f"{fn}(): argument 'hierarchies' maps {key!r} to {table!r}, which cannot be read: {err}") from None
     text = con.execute("SELECT anon_sql_literal(anon_hierarchy_sql(?, ?::MAP(VARCHAR, VARCHAR), ?))",
                        [fn, {key.lower(): v for key, v in hierarchies.items()}, lowered]).fetchall()[0][0]
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} AS

@@ -24,8 +24,9 @@ The rules (the driver runs them in this order):
 """
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
+
+from duckdb_anon.engines.base import render
 
 
 class Plan:
@@ -40,23 +41,16 @@ class Plan:
     def sql(self, text: str, source: exp.Expression | None = None, person: str | None = None,
             items: list[str] | None = None, columns: list[str] | None = None, **tables: str) -> str:
         """Parse DuckDB-dialect `text`, put the user's columns and the tables in, write the engine's dialect."""
-        tree = sqlglot.parse_one(text, read="duckdb")
+        def column(name):
+            if name == "__person":
+                return person
+            if name.startswith("__item_") and items is not None:
+                return items[int(name[7:])]
+            if name.startswith("__col_") and columns is not None:
+                return columns[int(name[6:])]
+            return None
 
-        def substitute(node):
-            if isinstance(node, exp.Identifier):
-                if node.name == "__person" and person is not None:
-                    return exp.to_identifier(person, quoted=True)
-                if node.name.startswith("__item_") and items is not None:
-                    return exp.to_identifier(items[int(node.name[7:])], quoted=True)
-                if node.name.startswith("__col_") and columns is not None:
-                    return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
-            if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
-                return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
-            if isinstance(node, exp.Table) and node.name in tables and not node.db:
-                return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
-            return node
-
-        return tree.transform(substitute).sql(self.dialect)
+        return render(text, self.dialect, column, source, **tables)
 
     def _each(self, template: str, sep: str = ", ", count: int | None = None) -> str:
         return sep.join(template.format(c=c) for c in range(self.c if count is None else count))
@@ -103,11 +97,11 @@ class Plan:
     def _label(self, c: int) -> str:
         return f"path{c}[least(step.l{c}, len(path{c}) - 1) + 1]"
 
-    def step(self, levels: tuple[int, ...], rung: int, round_: int) -> str:
-        """The one-row relation a rung reads (its levels l<c>, its number and the round): the rung's query
-        stays the same text, generated once."""
+    def step(self, levels: tuple[int, ...], rung: int, round_: int, threshold: int) -> str:
+        """The one-row relation a rung reads (its levels l<c>, its number, the round, the holders a label
+        needs): the rung's query stays the same text, generated once."""
         return self.sql(", ".join([*(f"{int(lv)} AS l{c}" for c, lv in enumerate(levels)), f"{int(rung)} AS rung",
-                                   f"{int(round_)} AS round"]).join(["SELECT ", ""]))
+                                   f"{int(round_)} AS round", f"{int(threshold)} AS threshold"]).join(["SELECT ", ""]))
 
     def rung(self, paths: str, holders: str, gen: str, floors: str, step: str) -> str:
         """The pending composite items that the rung `step` releases: their labels g<c>, when at least k
@@ -121,7 +115,8 @@ class Plan:
                          LEFT JOIN (SELECT lid, max(floor) AS floor FROM floors GROUP BY lid) f USING (lid)
                          WHERE lid NOT IN (SELECT lid FROM gen) AND coalesce(f.floor, 0) <= step.rung),
             support AS (SELECT {groups}, count(DISTINCT h.p) AS n FROM lab JOIN holders h USING (lid)
-                        WHERE NOT at_root GROUP BY {groups} HAVING count(DISTINCT h.p) >= {self.k})
+                        WHERE NOT at_root GROUP BY {groups}
+                        HAVING count(DISTINCT h.p) >= greatest({self.k}, (SELECT threshold FROM step)))
             SELECT lab.lid, {self._each('lab.g{c}')}, step.rung, step.round
             FROM lab JOIN support s ON {self._same('lab', 's', 'g')} CROSS JOIN step""",
                         paths=paths, holders=holders, gen=gen, floors=floors, step=step)

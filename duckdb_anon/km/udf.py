@@ -1,6 +1,7 @@
 """The UDF behind the SQL entry ``km_anonymity()`` (sql/85_km.sql): the Python driver, run from SQL.
 
-The algorithm loops over SQL it generates, so a table macro cannot run it alone. ``anon_km_release`` is
+The algorithm loops over SQL it generates, so a table macro cannot run it alone. The UDF, named
+``km_anonymity_needs_the_duckdb_anon_python_package`` so that a plain client's error says what is missing, is
 folded when the query is bound: it runs :func:`duckdb_anon.km.km_anonymize` on a cursor of the database
 (which sees committed data), into a temporary table of that cursor, copies the release to a Parquet file
 in this process's temporary directory and returns the file's path, which the macro reads. The files are
@@ -47,14 +48,17 @@ def _release(con: duckdb.DuckDBPyConnection):
     return release
 
 
+NAME = "km_anonymity_needs_the_duckdb_anon_python_package"
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register ``anon_km_release`` on `con` (as walk.register does)."""
+    """Register the UDF on `con` (as walk.register does)."""
     try:
-        con.remove_function("anon_km_release")
+        con.remove_function(NAME)
     except Exception:  # not registered yet on this connection
         pass
     try:
-        con.create_function("anon_km_release", _release(con),
+        con.create_function(NAME, _release(con),
                             ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT"],
                             "VARCHAR", null_handling="special", side_effects=False)
     except duckdb.CatalogException as err:

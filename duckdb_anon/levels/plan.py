@@ -22,10 +22,9 @@ to the same release:
 """
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL  # noqa: F401 (the kinds plans read)
+from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, render  # noqa: F401 (the kinds plans read)
 
 
 def _escaped(value: str) -> str:
@@ -50,21 +49,14 @@ class Plan:
             **tables: str) -> str:
         """Parse DuckDB-dialect `text`, put the QI columns (``__qi_<d>``), the source's columns
         (``__col_<i>``, from `columns`) and the tables in, write it in the engine's dialect."""
-        tree = sqlglot.parse_one(text, read="duckdb")
+        def column(name):
+            if name.startswith("__qi_"):
+                return self.qis[int(name[5:])].name
+            if name.startswith("__col_") and columns is not None:
+                return columns[int(name[6:])]
+            return None
 
-        def substitute(node):
-            if isinstance(node, exp.Identifier) and node.name.startswith("__qi_"):
-                return exp.to_identifier(self.qis[int(node.name[5:])].name, quoted=True)
-            if isinstance(node, exp.Identifier) and node.name.startswith("__col_") and columns is not None:
-                return exp.to_identifier(columns[int(node.name[6:])], quoted=True)
-            if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
-                return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
-            if isinstance(node, exp.Table) and node.name in tables and not node.db:
-                # the placeholder's name stays the alias, so `cells.x` still reads
-                return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
-            return node
-
-        return tree.transform(substitute).sql(self.dialect)
+        return render(text, self.dialect, column, source, **tables)
 
     def _each(self, template: str, sep: str = ", ") -> str:
         """`template` once per QI, with {d} its position."""

@@ -16,7 +16,7 @@ _PUBLIC = {
     "publish_rerelease": "rerelease",
     "apply_policies": "roles", "create_anonymized_view": "roles", "declare_role": "roles", "new_pseudonym_key": "roles",
     "set_policy": "roles", "set_pseudonym_key": "roles",
-    "km_anonymize": "km", "masked_copy": "database_copy", "load_fake_values": "masking",
+    "km_anonymize": "km", "publish_tables": "multitable", "masked_copy": "database_copy", "load_fake_values": "masking",
 }
 
 
@@ -38,6 +38,6 @@ __version__ = "0.1.0"
 __all__ = ["apply_policies", "apply_privacy_units", "connect", "create_anonymized_view", "declare_privacy_unit",
            "declare_role", "install", "installed_version", "km_anonymize", "load_adult", "load_adult_hierarchies",
            "load_fake_values", "load_patients", "masked_copy", "new_pseudonym_key", "preserve_patterns", "publish_dp",
-           "publish_km", "publish_mondrian", "publish_release", "publish_rerelease",
+           "publish_km", "publish_mondrian", "publish_release", "publish_rerelease", "publish_tables",
            "set_dp_budget",
            "set_policy", "set_pseudonym_key", "sql_files", "__version__"]

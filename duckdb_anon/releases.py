@@ -11,6 +11,7 @@ SQL text here is built from fixed text, parameters, and names quoted by the SQL 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import duckdb
 
@@ -49,13 +50,15 @@ def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitiv
 def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None,
-            measure=_measure) -> dict:
+            measure=_measure, also: Callable[[], None] | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
     (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
     transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
     release's people go to anon_release_people.
     `held`: a temporary table (person, labels, reason) of the people a re-release held back.
-    `measure(con, name, qis, sensitive)`: rows, achieved k, l and t of the frozen table (a model's own)."""
+    `measure(con, name, qis, sensitive)`: rows, achieved k, l and t of the frozen table (a model's own).
+    `also`: more statements of the same transaction (a multi-table release writes its other table and
+    catalog row)."""
     target = _identifier(con, name)
     if earlier is None:
         earlier = lineage.earlier_releases(con, record["source_table"])
@@ -87,6 +90,8 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
             con.execute(f"INSERT INTO anon_release_people SELECT ?, person, labels FROM {lineage.PEOPLE}", [name])
         if held is not None:
             con.execute(f"INSERT INTO anon_release_held SELECT ?, person, labels, reason FROM {held}", [name])
+        if also is not None:
+            also()
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

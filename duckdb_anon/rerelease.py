@@ -49,6 +49,10 @@ def _previous(con: duckdb.DuckDBPyConnection, fn: str, table: str, previous: obj
     if row["person_column"] is None:
         raise DeclarationError(f"{fn}(): argument 'previous': {previous!r} recorded no person column, so its people cannot "
                                "keep their classes (publish it again with id_column=...)")
+    paired = con.execute("SELECT any_value(name) FROM anon_table_releases WHERE persons_table = ?", [previous]).fetchall()[0][0]
+    if paired is not None:  # its person column is published as a per-release pseudonym, which a re-release cannot make
+        raise DeclarationError(f"{fn}(): argument 'previous': {previous!r} is the person table of the multi-table release "
+                               f"{paired!r}; publish the tables again with publish_tables")
     return row
 
 

@@ -5,7 +5,8 @@
 -- A released value arrives as JSON (to_json of the column, whatever its type), and is read by the kind
 -- of the original values it is compared with ('numeric', 'temporal' or 'category'):
 --   text labels  numbers 'lo-hi' or 'v' ('-5--3' is a range of negatives); dates and times 'lo/hi' or 'v'
---                (ISO 8601 interval); ',NULL' appended when NULL is covered too; categories '{a,b,c}' (NULL
+--                (ISO 8601 interval), a year 'YYYY' or a month 'YYYY-MM' (hierarchy_dates' nodes) as the
+--                whole period; ',NULL' appended when NULL is covered too; categories '{a,b,c}' (NULL
 --                inside the set covers NULL) or the single value; '*' covers everything
 --   typed        STRUCT(lo, hi, mean) (mondrian(output := 'typed')): numbers and dates lo..hi; categories
 --                every value from lo to hi in value order (exact when the release used
@@ -26,13 +27,24 @@ CREATE OR REPLACE MACRO anon_label_members(body) AS
 CREATE OR REPLACE MACRO anon_label_unescape(member) AS
     regexp_replace(member, '\\(.)', '\1', 'g');
 
+-- The key (epoch microseconds) of a date or time text, or of the first (`last` false) or last (`last` true)
+-- microsecond of a year 'YYYY' or month 'YYYY-MM', the nodes of hierarchy_dates that k^m-anonymity and
+-- Mondrian's hierarchies publish; NULL for other text.
+CREATE OR REPLACE MACRO anon_period_key(t, last) AS
+    coalesce(epoch_us(try_cast(t AS TIMESTAMP))::DOUBLE,
+             CASE WHEN regexp_full_match(t, '[0-9]{4}(-[0-9]{2})?') THEN
+                  epoch_us(CASE WHEN NOT last THEN try_cast(t || CASE WHEN length(t) = 4 THEN '-01-01' ELSE '-01' END AS TIMESTAMP)
+                                WHEN length(t) = 4 THEN try_cast(t || '-01-01' AS TIMESTAMP) + INTERVAL 1 YEAR
+                                ELSE try_cast(t || '-01' AS TIMESTAMP) + INTERVAL 1 MONTH END)::DOUBLE
+                  - CASE WHEN last THEN 1 ELSE 0 END END);
+
 CREATE OR REPLACE MACRO anon_label_elems_read(label, kind, body, members, num) AS
     {'text': label,
      'lo': CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.lo, '') AS DOUBLE), try_cast(body AS DOUBLE))
-                     WHEN 'temporal' THEN epoch_us(try_cast(split_part(body, '/', 1) AS TIMESTAMP))::DOUBLE END,
+                     WHEN 'temporal' THEN anon_period_key(split_part(body, '/', 1), false) END,
      'hi': CASE kind WHEN 'numeric' THEN coalesce(try_cast(nullif(num.hi, '') AS DOUBLE), try_cast(body AS DOUBLE))
-                     WHEN 'temporal' THEN epoch_us(try_cast(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
-                                                                 ELSE body END AS TIMESTAMP))::DOUBLE END,
+                     WHEN 'temporal' THEN anon_period_key(CASE WHEN contains(body, '/') THEN split_part(body, '/', 2)
+                                                               ELSE body END, true) END,
      'clo': NULL::VARCHAR, 'chi': NULL::VARCHAR,
      'elems': CASE WHEN body LIKE '{%}' THEN list_transform(list_filter(members, lambda m: m <> 'NULL'),
                                                             lambda m: anon_label_unescape(m))

@@ -51,7 +51,7 @@ CREATE OR REPLACE MACRO anon_deanonymize_args_ok(fn, published_table, aux_table,
     AND anon_number_ok(fn, 'phi', phi, lo := 0)
     AND anon_bool_ok(fn, 'use_dates', use_dates);
 
-CREATE OR REPLACE MACRO anon_deanonymize(fn, published_table, aux_table, rho0, d0, phi, use_dates) AS TABLE
+CREATE OR REPLACE MACRO anon_deanonymize(fn, published_table, aux_table, rho0, d0, phi, use_dates, hierarchies) AS TABLE
 WITH
 args AS (SELECT ok FROM anon_arguments(anon_deanonymize_args_ok(fn, published_table, aux_table, rho0, d0, phi, use_dates))),
 checks AS (  -- the aux values must be numbers, its dates dates (or all NULL)
@@ -74,14 +74,18 @@ item_labels AS (  -- distinct item labels, parsed; `point` is the key of a label
                        WHEN b.lo = b.hi THEN b.lo::VARCHAR END AS point
     FROM (SELECT il, anon_label_read(to_json(il), kind) AS b, kind FROM (SELECT DISTINCT il FROM published), item_kind)),
 aux_items AS (SELECT DISTINCT i.t AS t, i.x AS x, CASE WHEN i.kind = 'category' THEN i.t ELSE i.x::VARCHAR END AS point FROM aux),
+item_paths AS (  -- the item's hierarchy, if given: a label naming a node on an item's path covers the item
+    SELECT leaf, path FROM query(anon_hierarchy_sql(fn, hierarchies, ['item']))),
 item_covers AS MATERIALIZED (  -- (aux item, item label) where the label covers the item: points by a join
     SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point = a.point
-    UNION ALL
-    SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point IS NULL AND anon_label_covers(l.b, a.t, a.x)),
+    UNION  -- once per pair
+    SELECT a.t, l.il FROM aux_items a JOIN item_labels l ON l.point IS NULL AND anon_label_covers(l.b, a.t, a.x)
+    UNION
+    SELECT a.t, l.il FROM aux_items a JOIN item_paths h ON h.leaf = a.t JOIN item_labels l ON list_contains(h.path, l.il::VARCHAR)),
 value_labels AS (  -- ranges of values and dates (the gaps below need no more than lo and hi)
     SELECT vl, b.lo AS lo, b.hi AS hi FROM (SELECT vl, anon_label_read(to_json(vl), 'numeric') AS b FROM (SELECT DISTINCT vl FROM published))),
-ts_labels AS (
-    SELECT tl, b.lo AS lo, b.hi AS hi FROM (SELECT tl, anon_label_read(to_json(tl), 'temporal') AS b FROM (SELECT DISTINCT tl FROM published))),
+ts_labels AS (  -- '*' covers every date: no gap, as for values (greatest() skips the NULL bounds)
+    SELECT tl, b.lo AS lo, b.hi AS hi, b.star AS star FROM (SELECT tl, anon_label_read(to_json(tl), 'temporal') AS b FROM (SELECT DISTINCT tl FROM published))),
 records AS (SELECT count(DISTINCT record_id) AS n FROM published),
 weights AS (  -- per aux item: 1 / ln of the published rows holding it (on raw data, the records rating it)
     SELECT c.t, 1.0 / ln(greatest(sum(n), 2)) AS wt
@@ -89,7 +93,7 @@ weights AS (  -- per aux item: 1 / ln of the published rows holding it (on raw d
 sims AS (  -- one row per (target, item, candidate record): the best of the record's rows holding the item
     SELECT a.target_id, p.record_id, c.t,
            max(exp(-greatest(v.lo - a.value, a.value - v.hi, 0) / try_cast(rho0 AS DOUBLE))
-               + CASE WHEN use_dates AND a.tx IS NOT NULL AND d.lo IS NOT NULL
+               + CASE WHEN use_dates AND a.tx IS NOT NULL AND (d.lo IS NOT NULL OR d.star)
                       THEN exp(-greatest(d.lo - a.tx, a.tx - d.hi, 0) / 86400e6 / try_cast(d0 AS DOUBLE))
                       ELSE 0 END) AS sim
     FROM aux a JOIN item_covers c ON c.t = a.i.t JOIN published p ON p.il = c.il
@@ -131,8 +135,10 @@ UNION ALL BY NAME
 SELECT NULL AS target_id FROM checks WHERE NOT ok
 ORDER BY target_id;
 
-CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true) AS TABLE
-SELECT * EXCLUDE (records, top_candidates) FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, d0, phi, use_dates);
+CREATE OR REPLACE MACRO deanonymize(published_table, aux_table, rho0 := 1.5, d0 := 30, phi := 1.5, use_dates := true,
+                                     hierarchies := NULL) AS TABLE
+SELECT * EXCLUDE (records, top_candidates) FROM anon_deanonymize('deanonymize', published_table, aux_table, rho0, d0, phi, use_dates,
+                                                                 hierarchies);
 
 -- Evaluation against ground truth (target_id, record_id; record_id NULL when the target is absent from the
 -- release). Over present targets: reidentified = share matched to their own record (eccentricity >= phi);
@@ -148,7 +154,7 @@ SELECT * EXCLUDE (records, top_candidates) FROM anon_deanonymize('deanonymize', 
 -- The targets are those of the truth table: with an empty aux table none is matched (reidentified 0);
 -- with an empty truth table the counts are 0 and the shares NULL.
 CREATE OR REPLACE MACRO deanonymize_evaluate(published_table, aux_table, truth_table, rho0 := 1.5, d0 := 30, phi := 1.5,
-                                             use_dates := true) AS TABLE
+                                             use_dates := true, hierarchies := NULL) AS TABLE
 WITH
 args AS (
     SELECT ok FROM anon_arguments(anon_deanonymize_args_ok('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates)
@@ -169,7 +175,7 @@ attacked AS (  -- per target of the truth table: the attack's outcome and the ow
            coalesce(d.top_candidates, []) AS top,
            coalesce(list_filter(coalesce(d.top_candidates, []), lambda c: c.record_id = t.record_id)[1].score, 0) AS own
     FROM truth t
-    LEFT JOIN anon_deanonymize('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates) d
+    LEFT JOIN anon_deanonymize('deanonymize_evaluate', published_table, aux_table, rho0, d0, phi, use_dates, hierarchies) d
         USING (target_id)),
 ranked AS (  -- better: records scoring more than the own record; tied: records scoring as much (itself included)
     SELECT *, len(list_filter(top, lambda c: c.score > own)) AS better,

@@ -56,3 +56,14 @@ CREATE OR REPLACE MACRO anon_keyed_digest(value, key_name, caller) AS
 -- Keyed pseudonym: the first 32 hex digits of the keyed digest. Same key and value give the same
 -- pseudonym in every table.
 CREATE OR REPLACE MACRO anon_pseudonym(value, key_name) AS left(anon_keyed_digest(value, key_name, 'anonymized()'), 32);
+
+-- Per-release pseudonym: the keyed digest of the value under a release key, itself the keyed digest of the
+-- release name under the checked key (32 hex digits each). Equal within one release (its tables join on it),
+-- unrelated between releases with different names and to anon_pseudonym() of the same key; reversing it
+-- needs the key.
+CREATE OR REPLACE MACRO anon_release_pseudonym(value, key_name, release_name) AS
+    CASE WHEN release_name IS NULL OR trim(release_name::VARCHAR) = ''
+              THEN error('anon_release_pseudonym(): argument ''release_name'' must be a release name')
+         WHEN value IS NULL THEN NULL
+         ELSE left(anon_keyed_hmac(left(anon_keyed_digest('release:' || release_name::VARCHAR, key_name,
+                                                          'anon_release_pseudonym()'), 32), value::VARCHAR), 32) END;

@@ -61,6 +61,10 @@ class Engine(ABC):
         """The single value a query returns."""
 
     @abstractmethod
+    def rows(self, sql: str) -> list[tuple]:
+        """The rows a (small) query returns."""
+
+    @abstractmethod
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
 

@@ -85,7 +85,8 @@ class CheckedPlan(Plan):
         """Per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
-        model = (f" AND anon_model_holds(h.hist, {self.models.model}, td.q, td.cq, {str(self.models.ordered).lower()})"
+        # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps)
+        model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {str(self.models.ordered).lower()})"
                  if self.sensitive else "")
         return self.sql(f"""
             WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
@@ -94,9 +95,9 @@ class CheckedPlan(Plan):
                              GROUP BY j.part, j.dim, {self._group(key)}, s.s),
             hists AS (SELECT part, dim, g, sum(cnt) AS rows, list({{'r': s, 'n': cnt}} ORDER BY s) AS hist
                       FROM counted GROUP BY part, dim, g)
-            SELECT h.part, h.dim, h.g, h.rows, h.rows >= {self.k}{model} AS good,
-                   sum(h.rows) OVER (PARTITION BY h.part, h.dim ORDER BY h.g) - h.rows AS before
-            FROM hists h{' CROSS JOIN tdist td' if self.sensitive else ''}""",
+            SELECT side.part, side.dim, side.g, side.rows, side.rows >= {self.k}{model} AS good,
+                   sum(side.rows) OVER (PARTITION BY side.part, side.dim ORDER BY side.g) - side.rows AS before
+            FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''}""",
                         state=state, judged=judged, **self.hierarchy_tables)
 
     def checked_decisions(self, cands: str, judged: str, sides: str) -> str:

@@ -78,9 +78,9 @@ def main():
                      f"{'yes' if same(con, table, 'sql_release') else 'NO'} |")
         print(lines[-1], flush=True)
     con.close()
-    out = Path(__file__).parent / "results" / "levels_models.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    table = "\n".join(lines) + "\n"
+    (Path(__file__).parent / "results" / "levels_models.md").write_text(table)
+    print(table, end="")
 
 
 if __name__ == "__main__":

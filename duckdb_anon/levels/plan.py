@@ -19,6 +19,10 @@ to the same release:
   the sides get rows // 2 and the rest, tied cells shared in QI-vector order, then row order;
 - a partition is named by its offset in a virtual row order: the left piece keeps it, the right one
   adds the left's rows, so names never collide and class ids follow from them.
+
+With hierarchies, a privacy model or suppression (``Models``), cells, labels and the release follow them
+here (a hierarchy's QI keyed by its leaf code and labelled by the covering node, suppressed rows '*'), and
+:class:`~duckdb_anon.levels.checked.CheckedPlan` decides and cuts each level.
 """
 from __future__ import annotations
 

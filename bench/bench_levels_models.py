@@ -5,7 +5,8 @@
 k = 10, the 8 Adult QIs, the six shipped hierarchies, distinct 2-diversity of `class` and 1 % suppression.
 Runs mondrian() (the recursive SQL macro), the level driver on DuckDB and, with --spark, the level driver on
 Apache Spark (local[2]); prints the wall time of each, its classes and suppressed rows, and whether its
-release equals mondrian()'s (multiset of rows). Writes the table to bench/results/levels_models.md, with the
+release equals mondrian()'s (multiset of rows). Writes the table to bench/results/levels_models.md (with
+--rows: levels_models_<rows>[_spark].md), with the
 machine's load average at the start and the end (the machine may be shared: compare the ratios).
 """
 import argparse
@@ -79,7 +80,8 @@ def main():
         print(lines[-1], flush=True)
     con.close()
     table = "\n".join(lines) + "\n"
-    (Path(__file__).parent / "results" / "levels_models.md").write_text(table)
+    name = "levels_models.md" if args.rows is None else f"levels_models_{args.rows}{'_spark' if args.spark else ''}.md"
+    (Path(__file__).parent / "results" / name).write_text(table)
     print(table, end="")
 
 

@@ -165,7 +165,7 @@ def test_model_rules_rendered_for_spark_are_the_macros(spark):
     rng = random.Random(5)
     con = duckdb_anon.connect()
     selects = []
-    for case in range(60):
+    for case in range(24):
         m = rng.randint(1, 6)
         q = [rng.random() + 0.01 for _ in range(m)]
         q = [x / sum(q) for x in q]

@@ -40,6 +40,27 @@ def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
     return out
 
 
+def _check_models(fn: str, engine: Engine, plan: Plan, names: Names, models: Models, qis: tuple[QI, ...],
+                  cells: str) -> None:
+    """mondrian()'s checks of the models before any cut: every value of a QI with a hierarchy is one of its
+    leaves, and the whole table satisfies the model (else no cut ever will). Errors name the argument."""
+    if models.hier:
+        missing = engine.rows(names.real(plan.missing_leaf(cells)))
+        if missing:
+            d, value = missing[0]
+            shown = f"'{value}'" if value is not None else "for NULL"
+            raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{qis[d].name}' has no leaf "
+                             f"{shown}, a value of the column")
+    if models.sensitive is not None:
+        tdist = names("tdist")
+        engine.create(names.real(tdist), names.real(plan.tdist(cells)))
+        holds, diversity = engine.value(names.real(plan.whole_table(tdist))) or (None, None)
+        if holds == 0:  # (an empty table has no distribution: the check on k reports it)
+            shown = f"{diversity!r}" if models.l_kind == "entropy" else f"{int(diversity)}"
+            raise ValueError(f"{fn}(): argument '{'l' if models.l_given else 't'}' cannot be met: the whole table "
+                             f"is only {shown} ({models.l_kind})-diverse in '{models.sensitive.name}'")
+
+
 def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", shape: str = "text",
         categorical_order: str = "appearance", split_rule: str = "actual", names: Names | None = None,
         medians: str | None = None, published: list[str] | None = None, models: Models = NO_MODELS,
@@ -78,24 +99,11 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, plan.span(cells))
-    if models.hier:
-        missing = engine.rows(names.real(plan.missing_leaf(cells)))
-        if missing:
-            d, value = missing[0]
-            shown = f"'{value}'" if value is not None else "for NULL"
-            raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{rules[0][d].name}' has no leaf "
-                             f"{shown}, a value of the column")
+    _check_models(fn, engine, plan, names, models, rules[0], cells)
     total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
     total = total or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
-    if models.sensitive is not None:  # the whole table must satisfy the model, or no cut ever will
-        create(names("tdist"), plan.tdist(cells))
-        holds, diversity = engine.value(names.real(plan.whole_table(names("tdist"))))
-        if not holds:
-            shown = f"{diversity!r}" if models.l_kind == "entropy" else f"{int(diversity)}"
-            raise ValueError(f"{fn}(): argument '{'l' if models.l_given else 't'}' cannot be met: the whole table "
-                             f"is only {shown} ({models.l_kind})-diverse in '{models.sensitive.name}'")
     # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
     # level's steps as separate statements (in one statement it re-reads the shared steps)
     if medians is None:

@@ -166,11 +166,11 @@ class CheckedPlan(Plan):
                   FROM (SELECT s, sum(n) AS n FROM cells GROUP BY s))""", cells=cells)
 
     def whole_table(self, tdist: str) -> str:
-        """[1 when the whole table satisfies the model else 0, its diversity of the model's kind]."""
+        """[1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
         diversity = {"distinct": "anon_distinct_l(hist)", "entropy": "round(anon_entropy_l(hist), 3)",
                      "recursive": f"anon_recursive_l(hist, {float(self.models.c)!r})"}[self.models.l_kind]
         holds = f"anon_model_holds(hist, {self.models.model}, q, cq, {str(self.models.ordered).lower()})"
-        return self.sql(f"SELECT [CASE WHEN {holds} THEN 1.0 ELSE 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist",
+        return self.sql(f"SELECT [CASE WHEN {holds} THEN 1.0 WHEN NOT {holds} THEN 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist",
                         tdist=tdist)
 
     def missing_leaf(self, cells: str) -> str:

@@ -59,9 +59,6 @@ def published_columns(columns: list[str], qis, keep) -> list[str] | None:
     import duckdb
     from duckdb_anon import connect
 
-    by_name = {f.name.lower(): spark_column(f) for f in frame.schema.fields}
-    if sensitive is not None and sensitive.lower() not in by_name:
-        raise ValueError(f"{FN}(): argument 'sensitive': the table has no column '{sensitive}'")
     con = connect()
     try:
         keep = list(keep) if isinstance(keep, tuple) else keep

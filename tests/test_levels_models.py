@@ -14,7 +14,7 @@ from conftest import tied_frames
 from duckdb_anon import levels
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_QIS
 
-SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def both(con, table, qis, k, into, **models):

@@ -160,10 +160,18 @@ def test_engine_levels_writes_mondrians_release(adult, capsys):
     pd.testing.assert_frame_equal(release, by_sql(adult, ["age", "education_num", "sex", "race"], 10, mode="relaxed"))
 
 
-def test_engine_levels_refuses_what_it_does_not_run(adult, capsys):
-    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", "age,sex", "-k", "10", "--engine", "levels",
-                 "--sensitive", "class", "--l", "2", "-o", str(adult / "never.parquet")])
-    assert code == 2
-    err = capsys.readouterr().err
-    assert "--engine" in err and "--sensitive" in err and "--l" in err
-    assert not (adult / "never.parquet").exists()
+def test_engine_levels_runs_the_privacy_models(adult, capsys):
+    """--engine levels takes hierarchies, l-diversity and suppression, and writes the SQL macro's release."""
+    target = adult / "levels_models.parquet"
+    qis = ["age", "sex", "race"]
+    code = main(["mondrian", str(adult / "adult.parquet"), "--qi", ",".join(qis), "-k", "10", "--keep-all",
+                 "--hierarchy", f"race={hierarchy_path('race')}", "--sensitive", "class", "--l", "2",
+                 "--max-suppression", "0.02", "--engine", "levels", "-o", str(target), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    release = released(target)
+    suppressed = release["age"] == "*"  # every QI of a suppressed row reads '*' (race's root is '*' too)
+    kept = release[~suppressed]
+    assert class_sizes(kept, qis).min() >= 10 and (kept.groupby(qis)["class"].nunique() >= 2).all()
+    assert suppressed.sum() <= 0.02 * len(release) and (release.loc[suppressed, qis] == "*").all().all()
+    pd.testing.assert_frame_equal(release, by_sql(adult, qis, 10, hierarchy_files={"race": hierarchy_path("race")},
+                                                  sensitive="class", l=2, max_suppression=0.02))

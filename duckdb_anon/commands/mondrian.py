@@ -124,13 +124,6 @@ def mondrian(args: argparse.Namespace) -> int:
         raise BadArgument("--output-shape", "a typed release holds STRUCT(lo, hi, mean) columns, which CSV cannot "
                                             "hold: write it to a .parquet file")
     csv = _csv_options(args, input_path, target)
-    if args.engine == "levels":
-        unsupported = [option for option, given in (("--hierarchy", args.hierarchy), ("--sensitive", args.sensitive),
-                                                    ("--l", args.l is not None), ("--t", args.t is not None),
-                                                    ("--max-suppression", args.max_suppression))
-                       if given]
-        if unsupported:
-            raise BadArgument("--engine", f"levels runs plain Mondrian; {', '.join(unsupported)} need --engine sql")
     con = connect()
     try:
         started = time.perf_counter()
@@ -153,7 +146,9 @@ def mondrian(args: argparse.Namespace) -> int:
                     if args.engine == "levels":  # one query per level: memory bounded by one level's state
                         levels.mondrian(con, source, qis, args.k, into="anon_levels_release", mode=args.mode,
                                         output=args.output_shape, categorical_order=args.categorical_order,
-                                        split_rule=args.split_rule, keep=keep)
+                                        split_rule=args.split_rule, keep=keep, hierarchies=hierarchies,
+                                        sensitive=sensitive, l=args.l, l_kind=args.l_kind, c=args.c, t=args.t,
+                                        max_suppression=args.max_suppression)
                         released = con.table("anon_levels_release")
                     else:
                         released = con.sql(MONDRIAN_SQL, params=params)
@@ -205,7 +200,7 @@ def add_commands(sub) -> None:
     p.add_argument("--split-rule", choices=["actual", "inherited"], default="actual")
     p.add_argument("--engine", choices=["sql", "levels"], default="sql",
                    help="sql: the SQL macro mondrian() (default); levels: one query per level, the same release in "
-                        "bounded memory, for tables where most rows are distinct (no hierarchies, models, suppression)")
+                        "bounded memory, for tables where most rows are distinct (every option above applies to both)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV field delimiter, read and written (default: detected / ',')")
     p.add_argument("--no-header", action="store_true", help="CSV files have no header line (columns column0, ...)")
     p.add_argument("-o", "--output", required=True, help="output .csv or .parquet file")

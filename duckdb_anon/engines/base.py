@@ -62,6 +62,10 @@ class Engine(ABC):
     def value(self, sql: str):
         """The single value a query returns."""
 
+    def rows(self, sql: str) -> list[tuple]:
+        """The rows a (small) query returns (the level driver's hierarchy check needs it)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot return rows")
+
     @abstractmethod
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
@@ -90,11 +94,12 @@ class Names:
 
 
 def render(text: str, dialect: str, column: Callable[[str], str | None], source: exp.Expression | None = None,
-           **tables: str) -> str:
+           rewrite: Callable[[exp.Expression, str], exp.Expression] | None = None, **tables: str) -> str:
     """Parse DuckDB-dialect `text` over placeholders and write it in `dialect`: an identifier that
     `column` maps to a name becomes that name, quoted (user input enters the tree only so); the table
     ``__anon_source`` becomes `source`; a table named as a key of `tables` becomes the relation named by its
-    value, keeping the placeholder's name as its alias, so ``cells.x`` still reads."""
+    value, keeping the placeholder's name as its alias, so ``cells.x`` still reads; any other node goes
+    through `rewrite(node, dialect)` when given (an algorithm's own placeholders, such as inlined macros)."""
     tree = sqlglot.parse_one(text, read="duckdb")
 
     def substitute(node):
@@ -106,6 +111,6 @@ def render(text: str, dialect: str, column: Callable[[str], str | None], source:
             return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
         if isinstance(node, exp.Table) and node.name in tables and not node.db:
             return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
-        return node
+        return rewrite(node, dialect) if rewrite is not None else node
 
     return tree.transform(substitute).sql(dialect)

@@ -62,5 +62,8 @@ class DuckDBEngine(Engine):
     def value(self, sql):
         return self.con.execute(sql).fetchall()[0][0]
 
+    def rows(self, sql):
+        return self.con.execute(sql).fetchall()
+
     def drop(self, name):
         self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")

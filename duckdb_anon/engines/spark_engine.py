@@ -67,6 +67,9 @@ class SparkEngine(Engine):
     def value(self, sql):
         return self.spark.sql(sql).collect()[0][0]
 
+    def rows(self, sql):
+        return [tuple(row) for row in self.spark.sql(sql).collect()]
+
     def drop(self, name):
         self.spark.catalog.dropTempView(name)
 

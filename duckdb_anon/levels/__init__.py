@@ -14,23 +14,30 @@ from sqlglot import exp
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine, duckdb_column  # noqa: F401 (public here too)
 from duckdb_anon.levels.driver import run
+from duckdb_anon.levels.models import Models, hierarchy_queries, model_arguments
 
 def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k: int, *, into: str,
              mode: str = "strict", output: str = "text", categorical_order: str = "appearance",
-             split_rule: str = "actual", medians: str | None = None, keep: list[str] | None = None) -> str:
+             split_rule: str = "actual", medians: str | None = None, keep: list[str] | None = None,
+             hierarchies: dict[str, str] | None = None, sensitive: str | None = None, l: float | None = None,
+             l_kind: str = "distinct", c: float = 2, t: float | None = None, max_suppression: float = 0) -> str:
     """Write the Mondrian release of `table_name` to a new table `into`; returns `into`.
 
     The release is the one ``SELECT * FROM mondrian(table_name, qis, k, mode := ..., output := ...)``
-    returns (same classes, same labels), computed one level per query. Arguments are checked by the same
-    rules as ``mondrian()``'s; the error names the function and the argument. `keep` lists the non-QI
-    columns to publish, as mondrian()'s `keep` (None: every column).
+    returns (same classes, same labels, same suppressed rows), computed one level per query. Arguments are
+    checked by the same rules as ``mondrian()``'s; the error names the function and the argument. `keep`
+    lists the non-QI columns to publish, as mondrian()'s `keep` (None: every column). `hierarchies` (QI
+    name -> hierarchy table), `sensitive` with `l`, `l_kind`, `c`, `t`, and `max_suppression` are
+    mondrian()'s privacy models.
 
     `medians` ('running' or 'quantile') chooses how a level finds its medians; both give the same release.
     By default 'quantile' is taken when nine in ten rows have a QI vector of their own (high-cardinality
     tables, where it is about twice as fast), else 'running'."""
     # mondrian()'s own argument checks (they raise naming the argument); its SQL is not used here
-    con.execute("SELECT anon_mondrian_call('mondrian', 'x', ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, 'distinct', 2, NULL, 0)",
-                [table_name, list(qis), k, mode, categorical_order, split_rule]).fetchall()
+    con.execute("SELECT anon_mondrian_call('mondrian', 'x', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [table_name, list(qis), k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c,
+                 t, max_suppression]).fetchall()
+    model = model_arguments(con, "mondrian", qis, mode, sensitive, l, l_kind, c, t, max_suppression)
     if output not in ("text", "typed"):
         raise ValueError(f"mondrian(): argument 'output' must be 'text' or 'typed', got {output!r}")
     if medians not in (None, "running", "quantile"):
@@ -39,6 +46,14 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
     published = con.execute("SELECT anon_published_columns('mondrian', ?, ?, ?)",
                             [[column.name for column in engine.columns()], list(qis),
                              list(keep) if isinstance(keep, tuple) else keep]).fetchall()[0][0]
+    by_name = {column.name.lower(): column for column in engine.columns()}
+    if sensitive is not None and sensitive.lower() not in by_name:
+        raise ValueError(f"mondrian(): argument 'sensitive': the table has no column '{sensitive}'")
+    hier = {h.lower() for h in (hierarchies or {})}
+    models = Models(hier=tuple(d for d, q in enumerate(qis) if q.lower() in hier),
+                    sensitive=by_name[sensitive.lower()] if sensitive is not None else None,
+                    model=model if sensitive is not None else None, suppress=float(max_suppression),
+                    l_kind=l_kind, c=float(c), l_given=l is not None)
     names = Names()
     parts = into.split(".")  # [catalog.][schema.]table, each part quoted as it stands
     if not 1 <= len(parts) <= 3 or not all(parts):
@@ -47,7 +62,7 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
                         catalog=parts[-3] if len(parts) > 2 else None, quoted=True)
     try:
         sql = run(engine, "mondrian", list(qis), int(k), mode, output, categorical_order, split_rule, names, medians,
-                  published)
+                  published, models, hierarchy_queries(con, "mondrian", hierarchies, list(qis)))
         con.execute(f"CREATE TABLE {target.sql('duckdb')} AS {sql}")
     finally:
         for name in names.made:

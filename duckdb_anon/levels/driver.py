@@ -9,14 +9,21 @@ from __future__ import annotations
 from functools import lru_cache
 
 from duckdb_anon.engines.base import QI, Engine, Names
+from duckdb_anon.levels.checked import CheckedPlan
+from duckdb_anon.levels.models import NO_MODELS, Models
 from duckdb_anon.levels.plan import Plan
+
+
+def make_plan(qis, k, mode, rule, categorical_order, dialect, medians="running", models=NO_MODELS) -> Plan:
+    """The plan of a run: CheckedPlan when cuts must have their sides counted."""
+    return (CheckedPlan if models.checked else Plan)(qis, k, mode, rule, categorical_order, dialect, medians, models)
 
 
 @lru_cache(maxsize=256)
 def _generated(plan_key: tuple, method: str, tables: tuple) -> str:
     """A level query's SQL, generated once per plan: sqlglot's parse and generate cost more than the
     query itself on small tables."""
-    return getattr(Plan(*plan_key), method)(*tables)
+    return getattr(make_plan(*plan_key), method)(*tables)
 
 
 def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
@@ -33,9 +40,31 @@ def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
     return out
 
 
+def _check_models(fn: str, engine: Engine, plan: Plan, names: Names, models: Models, qis: tuple[QI, ...],
+                  cells: str) -> None:
+    """mondrian()'s checks of the models before any cut: every value of a QI with a hierarchy is one of its
+    leaves, and the whole table satisfies the model (else no cut ever will). Errors name the argument."""
+    if models.hier:
+        missing = engine.rows(names.real(plan.missing_leaf(cells)))
+        if missing:
+            d, value = missing[0]
+            shown = f"'{value}'" if value is not None else "for NULL"
+            raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{qis[d].name}' has no leaf "
+                             f"{shown}, a value of the column")
+    if models.sensitive is not None:
+        tdist = names("tdist")
+        engine.create(names.real(tdist), names.real(plan.tdist(cells)))
+        holds, diversity = engine.value(names.real(plan.whole_table(tdist))) or (None, None)
+        if holds == 0:  # (an empty table has no distribution: the check on k reports it)
+            shown = f"{diversity!r}" if models.l_kind == "entropy" else f"{int(diversity)}"
+            raise ValueError(f"{fn}(): argument '{'l' if models.l_given else 't'}' cannot be met: the whole table "
+                             f"is only {shown} ({models.l_kind})-diverse in '{models.sensitive.name}'")
+
+
 def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", shape: str = "text",
         categorical_order: str = "appearance", split_rule: str = "actual", names: Names | None = None,
-        medians: str | None = None, published: list[str] | None = None) -> str:
+        medians: str | None = None, published: list[str] | None = None, models: Models = NO_MODELS,
+        hierarchies: tuple[str, str] | None = None) -> str:
     """Partition the source and return the release's SQL (valid while the intermediate relations live).
 
     `published`: the source columns the release holds, in the source's order (the caller's
@@ -44,13 +73,22 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     `medians`: how each level finds its medians, 'running' or 'quantile' (same release; see
     ``Plan._medians``); None picks 'quantile' when nine in ten rows have a QI vector of their own.
 
+    `models`: the hierarchies' QI positions, the sensitive column, the model and the suppression share;
+    `hierarchies`: then the SQL (the engine's) of the relations hanc and hnode (see levels.models).
+
     The caller drops ``names.made`` once it has materialized the release."""
     names = names if names is not None else Names()
     rules = (tuple(resolve_qis(fn, engine, qis)), int(k), mode, split_rule, categorical_order, engine.dialect)
-    plan = Plan(*rules)  # for the queries made once per run; query() caches the per-level ones
+    checked = models.checked
+    medians = "running" if checked else medians  # checked cuts count their sides from the running totals
+    plan = make_plan(*rules, "running", models)  # for the queries made once per run; query() caches the per-level ones
 
     def create(name, sql):
         engine.create(names.real(name), names.real(sql))
+
+    if hierarchies:  # the plans read them as hanc and hnode (Plan.hierarchy_tables)
+        create(names("hanc"), hierarchies[0])
+        create(names("hnode"), hierarchies[1])
 
     cells, span, final = names("cells"), names("span"), names("final")
     engine.begin("cells")
@@ -61,6 +99,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, plan.span(cells))
+    _check_models(fn, engine, plan, names, models, rules[0], cells)
     total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
     total = total or 0
     if k > total:
@@ -72,17 +111,24 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     stepwise = engine.stepwise or medians == "quantile"
 
     def query(method, *tables):
-        return _generated(rules + (medians,), method, tables)
+        return _generated(rules + (medians, models), method, tables)
 
     state, following, decided = names("state_a"), names("state_b"), names("decided")
-    if stepwise:
+    if checked:
+        cands, judged, sides = names("cands"), names("judged"), names("sides")
+    elif stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
     create(state, query("root", cells, span))
     level = 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
         engine.begin(f"level {level}")
-        if stepwise:
+        if checked:  # every cut judged at once, its sides counted
+            create(cands, query("candidates", state, span))
+            create(judged, query("judged", state, cands))
+            create(sides, query("sides", state, judged))
+            create(decided, query("checked_decisions", cands, judged, sides))
+        elif stepwise:
             create(cands, query("candidates", state, span))
             create(attempt, query("attempt", state, cands))
             if mode == "strict":
@@ -94,7 +140,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         if engine.count(names.real(decided)) == 0:
             break
         engine.drop(names.real(following))  # two levels old: gone before the next is written, not after
-        create(following, query("cut", state, decided))
+        create(following, query("cut", state, decided, *([sides] if checked else [])))
         state, following = following, state
     labels = names("labels")
     engine.begin("labels")

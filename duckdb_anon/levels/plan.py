@@ -19,12 +19,17 @@ to the same release:
   the sides get rows // 2 and the rest, tied cells shared in QI-vector order, then row order;
 - a partition is named by its offset in a virtual row order: the left piece keeps it, the right one
   adds the left's rows, so names never collide and class ids follow from them.
+
+With hierarchies, a privacy model or suppression (``Models``), cells, labels and the release follow them
+here (a hierarchy's QI keyed by its leaf code and labelled by the covering node, suppressed rows '*'), and
+:class:`~duckdb_anon.levels.checked.CheckedPlan` decides and cuts each level.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, render  # noqa: F401 (the kinds plans read)
+from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, RUN, TEMPORAL, render  # noqa: F401 (the kinds plans read)
+from duckdb_anon.levels.models import NO_MODELS, Models, inline_models
 
 
 def _escaped(value: str) -> str:
@@ -39,10 +44,13 @@ class Plan:
     """The queries of one Mondrian run, in one dialect, over tables named by `names`."""
 
     def __init__(self, qis: tuple[QI, ...], k: int, mode: str, rule: str, categorical_order: str, dialect: str,
-                 medians: str = "running"):
+                 medians: str = "running", models: Models = NO_MODELS):
         self.qis, self.k, self.mode, self.rule, self.medians = qis, int(k), mode, rule, medians
-        self.categorical_order, self.dialect = categorical_order, dialect
+        self.categorical_order, self.dialect, self.models = categorical_order, dialect, models
         self.q = len(qis)
+        self.sensitive = models.sensitive is not None
+        # the run's relations of hierarchies and of the sensitive distribution (driver.run makes them)
+        self.hierarchy_tables = {name: RUN + name for name in ("hanc", "hnode", "tdist")}
 
     # ---- rendering -------------------------------------------------------------------------------------
     def sql(self, text: str, source: exp.Expression | None = None, columns: list[str] | None = None,
@@ -50,13 +58,15 @@ class Plan:
         """Parse DuckDB-dialect `text`, put the QI columns (``__qi_<d>``), the source's columns
         (``__col_<i>``, from `columns`) and the tables in, write it in the engine's dialect."""
         def column(name):
+            if name == "__anon_sensitive":
+                return self.models.sensitive.name
             if name.startswith("__qi_"):
                 return self.qis[int(name[5:])].name
             if name.startswith("__col_") and columns is not None:
                 return columns[int(name[6:])]
             return None
 
-        return render(text, self.dialect, column, source, **tables)
+        return render(text, self.dialect, column, source, inline_models, **tables)
 
     def _each(self, template: str, sep: str = ", ") -> str:
         """`template` once per QI, with {d} its position."""
@@ -81,9 +91,11 @@ class Plan:
     # ---- cells -----------------------------------------------------------------------------------------
     def _grouped(self, numbered: bool) -> str:
         row = "__anon_row" if numbered else "row_number() OVER ()"
-        return (f"SELECT {self._each('v{d}')}, count(*) AS n, min(__anon_row) AS cell FROM "
-                f"(SELECT {row} AS __anon_row, {self._each('__qi_{d} AS v{d}')} FROM __anon_source) "
-                f"GROUP BY {self._each('v{d}')}")
+        sv = ", sv" if self.sensitive else ""  # with a sensitive column, a cell also shares its value
+        return (f"SELECT {self._each('v{d}')}{sv}, count(*) AS n, min(__anon_row) AS cell FROM "
+                f"(SELECT {row} AS __anon_row, {self._each('__qi_{d} AS v{d}')}"
+                f"{', __anon_sensitive AS sv' if self.sensitive else ''} FROM __anon_source) "
+                f"GROUP BY {self._each('v{d}')}{sv}")
 
     def grouped(self, source: exp.Expression, numbered: bool) -> str:
         """One row per distinct QI vector: v<d> (the values), n (rows), cell (its first row).
@@ -96,7 +108,11 @@ class Plan:
         would compute it once per reference, as Spark inlines CTEs); else computed here."""
         codes, joins, raw = [], [], []
         for d, qi in enumerate(self.qis):
-            if qi.kind == CATEGORICAL:
+            if d in self.models.hier:  # the leaf's code (NULL when the hierarchy lacks the value: an error)
+                joins.append(f"LEFT JOIN (SELECT DISTINCT leaf, code FROM hanc WHERE d = {d}) h{d} "
+                             f"ON h{d}.leaf = CAST(g.v{d} AS VARCHAR)")
+                raw.append(f"CAST(h{d}.code AS DOUBLE) AS r{d}")
+            elif qi.kind == CATEGORICAL:
                 order = "min(cell)" if self.categorical_order == "appearance" else f"v{d} NULLS LAST"
                 codes.append(f"c{d} AS (SELECT v{d} AS cv, (dense_rank() OVER (ORDER BY {order}) - 1)::DOUBLE AS code "
                              f"FROM grouped GROUP BY v{d})")
@@ -106,14 +122,22 @@ class Plan:
                 raw.append(f"CAST({qi.key.format(x=f'g.v{d}')} AS DOUBLE) AS r{d}")
             else:
                 raw.append(f"g.v{d}::DOUBLE AS r{d}")
+        sens = ""
+        if self.sensitive:  # the sensitive value's rank in value order, NULL last (as the measures rank it)
+            codes.append("sranks AS (SELECT sv AS rv, dense_rank() OVER (ORDER BY sv NULLS LAST) AS r FROM grouped GROUP BY sv)")
+            joins.append("LEFT JOIN sranks ON g.sv IS NOT DISTINCT FROM sranks.rv")
+            sens = ", g.sv, sranks.r AS s"
         ctes = [*([] if grouped else [f"grouped AS ({self._grouped(numbered)})"]), *codes,
-                f"coded AS (SELECT g.cell, g.n, {self._each('g.v{d} AS v{d}')}, {', '.join(raw)} "
+                f"coded AS (SELECT g.cell, g.n, {self._each('g.v{d} AS v{d}')}{sens}, {', '.join(raw)} "
                 f"FROM grouped g {' '.join(joins)})",
                 f"bounds AS (SELECT {self._each('min(r{d}) AS lo{d}, max(r{d}) AS hi{d}')} FROM coded)"]
-        # a NULL number sorts one table range beyond the largest value (0 when the column is all NULL)
-        keys = self._each("coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}")
-        return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}, {keys} "
-                        f"FROM coded CROSS JOIN bounds", source=source, **({"grouped": grouped} if grouped else {}))
+        # a NULL number sorts one table range beyond the largest value (0 when the column is all NULL); a
+        # hierarchy's code stays NULL where it lacks the value (the driver reports it)
+        keys = ", ".join(f"r{d} AS k{d}" if d in self.models.hier else
+                         f"coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}" for d in range(self.q))
+        return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}{', sv, s' if self.sensitive else ''}, "
+                        f"{keys} FROM coded CROSS JOIN bounds", source=source,
+                        **({"grouped": grouped} if grouped else {}), **self.hierarchy_tables)
 
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""
@@ -121,10 +145,14 @@ class Plan:
                         f"FROM cells", cells=cells)
 
     def root(self, cells: str, span: str) -> str:
-        """The first level's state: every cell whole, in partition 0 (region: the whole table)."""
+        """The first level's state: every cell whole, in partition 0 (region: the whole table). With models,
+        each piece also carries its sensitive rank (s) and its partition's suppression budget."""
         region = f", {self._each('s.lo{d} AS rlo{d}, s.hi{d} AS rhi{d}')}" if self.rule == "inherited" else ""
-        return self.sql(f"SELECT c.cell, 0::BIGINT AS off, c.n::BIGINT AS n, 0::BIGINT AS part, {self._each('c.k{d}')}{region} "
-                        f"FROM cells c CROSS JOIN span s", cells=cells, span=span)
+        checked = (f", {'c.s' if self.sensitive else 'CAST(NULL AS BIGINT) AS s'}, "
+                   f"CAST(floor({float(self.models.suppress)!r} * s.total_rows) AS BIGINT) AS budget"
+                   if self.models.checked else "")
+        return self.sql(f"SELECT c.cell, 0::BIGINT AS off, c.n::BIGINT AS n, 0::BIGINT AS part, {self._each('c.k{d}')}{region}"
+                        f"{checked} FROM cells c CROSS JOIN span s", cells=cells, span=span)
 
     # ---- one level ---------------------------------------------------------------------------------------
     def _candidates(self) -> str:
@@ -210,35 +238,43 @@ class Plan:
                              FROM others_median m JOIN others o ON m.part = o.part AND m.dim = o.dim WHERE {self._valid()})
             SELECT part, dim, split, nxt, cnt, cum, rows, true AS valid FROM every_ranked WHERE choice = 1""")
 
+    def _relaxed_sharing(self) -> tuple[str, str]:
+        """Relaxed mode: the rows of a piece that go left (lefts), the tied rows before it (before)."""
+        lefts = ("CASE WHEN v < split THEN n WHEN v > split THEN 0 "
+                 "ELSE least(greatest(go_left - (cum - cnt) - before, 0), n) END")
+        before = (f"coalesce(sum(n) OVER (PARTITION BY part, v = split ORDER BY {self._each('k{d}')}, cell, off "
+                  "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)")
+        return lefts, before
+
+    def _regions(self) -> tuple[str, str]:
+        """Split_rule 'inherited': the columns a cut reads (region_in) and each piece's region (region_out)."""
+        if self.rule != "inherited":
+            return "", ""
+        region_in = f", {self._each('s.rlo{d}, s.rhi{d}, d.lo{d}, d.hi{d}, d.w{d}')}"
+        right_lo = ("CASE WHEN cum > rows // 2 THEN split ELSE coalesce(nxt, split) END" if self.mode == "relaxed"
+                    else "coalesce(nxt, split)")
+        chosen_w = self._of_dim("dim", "w{d}")
+        outs = []
+        for d in range(self.q):  # the chosen QI narrows; the QIs examined before it take their actual range
+            examined = f"(w{d} > {chosen_w} OR (w{d} = {chosen_w} AND {d} <= dim))"
+            outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN lo{d} ELSE {right_lo} END "
+                        f"WHEN {examined} THEN lo{d} ELSE rlo{d} END AS rlo{d}")
+            outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN split ELSE hi{d} END "
+                        f"WHEN {examined} THEN hi{d} ELSE rhi{d} END AS rhi{d}")
+        return region_in, ", " + ", ".join(outs)
+
     def cut(self, state: str, decided: str) -> str:
         """The next level's state: every piece of a decided partition, cut at its median. Relaxed mode shares
         the cells tied at the median: in QI-vector order, then row order, each takes what the left side
         still needs. Split_rule 'inherited' also narrows each piece's region."""
         key = self._of_dim("d.dim", "s.k{d}")
         go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
-        if self.mode == "relaxed":
-            lefts = ("CASE WHEN v < split THEN n WHEN v > split THEN 0 "
-                     "ELSE least(greatest(go_left - (cum - cnt) - before, 0), n) END")
-            before = (f"coalesce(sum(n) OVER (PARTITION BY part, v = split ORDER BY {self._each('k{d}')}, cell, off "
-                      "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)")
-        region_in = region_out = ""
-        if self.rule == "inherited":
-            region_in = f", {self._each('s.rlo{d}, s.rhi{d}, d.lo{d}, d.hi{d}, d.w{d}')}"
-            right_lo = ("CASE WHEN cum > rows // 2 THEN split ELSE coalesce(nxt, split) END" if self.mode == "relaxed"
-                        else "coalesce(nxt, split)")
-            chosen_w = self._of_dim("dim", "w{d}")
-            outs = []
-            for d in range(self.q):  # the chosen QI narrows; the QIs examined before it take their actual range
-                examined = f"(w{d} > {chosen_w} OR (w{d} = {chosen_w} AND {d} <= dim))"
-                outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN lo{d} ELSE {right_lo} END "
-                            f"WHEN {examined} THEN lo{d} ELSE rlo{d} END AS rlo{d}")
-                outs.append(f"CASE WHEN dim = {d} THEN CASE WHEN side = 0 THEN split ELSE hi{d} END "
-                            f"WHEN {examined} THEN hi{d} ELSE rhi{d} END AS rhi{d}")
-            region_out = ", " + ", ".join(outs)
+        region_in, region_out = self._regions()
         if self.mode == "strict":  # cells stay whole: each goes to one side, in one pass
             sides = ("sides AS (SELECT *, off AS new_off, n AS new_n, part + side * go_left AS new_part "
                      "FROM (SELECT *, CASE WHEN v <= split THEN 0 ELSE 1 END AS side FROM joined))")
         else:  # a cell tied at the median may send rows to both sides
+            lefts, before = self._relaxed_sharing()
             sides = (f"shared AS (SELECT *, {lefts} AS lefts FROM (SELECT *, {before} AS before FROM joined)), "
                      "sides AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, part AS new_part FROM shared WHERE lefts > 0 "
                      "UNION ALL "
@@ -252,7 +288,7 @@ class Plan:
                         state=state, decided=decided)
 
     def candidates(self, state: str, span: str) -> str:
-        return self.sql(self._candidates(), state=state, span=span)
+        return self.sql(self._candidates(), state=state, span=span, **self.hierarchy_tables)
 
     def attempt(self, state: str, cands: str) -> str:
         return self.sql(self._attempt(), state=state, cands=cands)
@@ -290,7 +326,8 @@ class Plan:
 
         Numbers and dates read "lo-hi" ("lo/hi" for dates and times) or the value, then ",NULL" when the
         class also holds NULL; categories read as the value, or the set of values present in key order,
-        "{a,b}", each escaped as _escaped writes it."""
+        "{a,b}", each escaped as _escaped writes it. A QI with a hierarchy reads as the deepest node
+        covering the class's leaves; suppressed rows (part -1) read '*', their typed bounds NULL."""
         ctes, joins, cols = ["members AS (SELECT f.part, f.n, "
                              f"{self._each('c.v{d}, c.k{d}')} FROM final f JOIN cells c ON f.cell = c.cell)"], [], []
         for d, qi in enumerate(self.qis):
@@ -303,18 +340,16 @@ class Plan:
                             f"arg_max(v{d}, k{d}) FILTER (WHERE v{d} IS NOT NULL) AS hi "
                             f"FROM (SELECT DISTINCT part, v{d}, k{d} FROM members) GROUP BY part)")
                 joins.append(f"JOIN set{d} ON set{d}.part = b.part")
-                cols.append(f"CASE WHEN set{d}.m = 1 THEN CASE WHEN set{d}.one IS NOT NULL THEN {_escaped(f'set{d}.one')} END "
-                            f"ELSE '{{' || set{d}.vals || '}}' END AS text{d}, "
-                            f"set{d}.lo AS lo{d}, set{d}.hi AS hi{d}, CAST(NULL AS DOUBLE) AS mean{d}")
+                cols.append([f"CASE WHEN set{d}.m = 1 THEN CASE WHEN set{d}.one IS NOT NULL THEN {_escaped(f'set{d}.one')} END "
+                             f"ELSE '{{' || set{d}.vals || '}}' END", f"set{d}.lo", f"set{d}.hi", "CAST(NULL AS DOUBLE)"])
             else:
                 dash = "/" if qi.kind == TEMPORAL else "-"
                 mean = ("CAST(NULL AS DOUBLE)" if qi.kind == TEMPORAL
                         else f"b.vsum{d} / b.vrows{d}")
-                cols.append(f"CASE WHEN b.lo{d} IS NULL THEN NULL ELSE CASE WHEN b.lo{d} = b.hi{d} THEN CAST(b.lo{d} AS VARCHAR) "
-                            f"ELSE CAST(b.lo{d} AS VARCHAR) || '{dash}' || CAST(b.hi{d} AS VARCHAR) END "
-                            f"|| CASE WHEN b.nulls{d} > 0 THEN ',NULL' ELSE '' END END AS text{d}, "
-                            f"b.lo{d} AS lo{d}, b.hi{d} AS hi{d}, {mean} AS mean{d}")
-        sums = []
+                cols.append([f"CASE WHEN b.lo{d} IS NULL THEN NULL ELSE CASE WHEN b.lo{d} = b.hi{d} THEN CAST(b.lo{d} AS VARCHAR) "
+                             f"ELSE CAST(b.lo{d} AS VARCHAR) || '{dash}' || CAST(b.hi{d} AS VARCHAR) END "
+                             f"|| CASE WHEN b.nulls{d} > 0 THEN ',NULL' ELSE '' END END", f"b.lo{d}", f"b.hi{d}", mean])
+        sums = [f"min(k{d}) AS klo{d}, max(k{d}) AS khi{d}" for d in self.models.hier]
         for d, qi in enumerate(self.qis):
             sums.append(f"max(CASE WHEN v{d} IS NULL THEN 1 ELSE 0 END) AS nulls{d}")
             if qi.kind != CATEGORICAL:
@@ -322,8 +357,17 @@ class Plan:
             if qi.kind == NUMERIC:
                 sums.append(f"sum(CAST(v{d} AS DOUBLE) * n) AS vsum{d}, sum(CASE WHEN v{d} IS NOT NULL THEN n END) AS vrows{d}")
         ctes.append(f"base AS (SELECT part, sum(n) AS size, {', '.join(sums)} FROM members GROUP BY part)")
-        return self.sql(f"WITH {', '.join(ctes)} SELECT b.part, b.size, {', '.join(cols)} FROM base b {' '.join(joins)}",
-                        cells=cells, final=final)
+        for d in self.models.hier:
+            ctes.append(f"lca{d} AS (SELECT b.part, arg_max(h.name, h.depth) AS name FROM base b JOIN hnode h "
+                        f"ON h.d = {d} AND h.lo <= b.klo{d} AND h.hi >= b.khi{d} GROUP BY b.part)")
+            joins.append(f"LEFT JOIN lca{d} ON lca{d}.part = b.part")
+            cols[d][0] = f"lca{d}.name"
+        if self.models.suppress > 0:
+            cols = [[f"CASE WHEN b.part < 0 THEN '*' ELSE {c[0]} END"] + [f"CASE WHEN b.part >= 0 THEN {e} END" for e in c[1:]]
+                    for c in cols]
+        out = ", ".join(f"{c[0]} AS text{d}, {c[1]} AS lo{d}, {c[2]} AS hi{d}, {c[3]} AS mean{d}" for d, c in enumerate(cols))
+        return self.sql(f"WITH {', '.join(ctes)} SELECT b.part, b.size, {out} FROM base b {' '.join(joins)}",
+                        cells=cells, final=final, **self.hierarchy_tables)
 
     def release(self, source: exp.Expression, columns: list[str], cells: str, final: str, labels: str,
                 shape: str, numbered: bool) -> str:
@@ -340,7 +384,8 @@ class Plan:
                 out.append(f"l.text{d} AS __col_{i}")
             else:
                 out.append(f"{{'lo': l.lo{d}, 'hi': l.hi{d}, 'mean': l.mean{d}}} AS __col_{i}")
-        match = " AND ".join(f"r.__qi_{d} IS NOT DISTINCT FROM c.v{d}" for d in range(self.q))
+        match = " AND ".join([f"r.__qi_{d} IS NOT DISTINCT FROM c.v{d}" for d in range(self.q)]
+                             + (["r.__anon_sensitive IS NOT DISTINCT FROM c.sv"] if self.sensitive else []))
         row = "__anon_row" if numbered else "row_number() OVER ()"
         if self.mode == "strict":  # a cell is never cut: rows find their class through their cell alone
             text = f"""

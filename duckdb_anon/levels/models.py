@@ -1,0 +1,149 @@
+"""Hierarchies, l-diversity, t-closeness and suppression for the level plan, from the SQL macros' own rules.
+
+The rules live once, in SQL: the models in ``sql/07_models.sql`` (anon_model_holds and the macros it calls),
+hierarchies in ``sql/05_hierarchies.sql`` (validation, leaf codes, node runs), the argument checks in
+``sql/11_mondrian_api.sql`` (anon_model_literal, anon_hierarchy_sql). This module only carries them to the
+level plan:
+
+- on DuckDB the plan calls ``anon_model_holds`` itself; for another dialect (Spark) :func:`inline_models`
+  replaces the call by the macros' bodies, parsed from ``07_models.sql`` with the arguments put in, and
+  rewrites the few list functions Spark spells otherwise (1-based ``element_at`` for DuckDB's list index,
+  ``aggregate`` for ``list_sum``, ``slice``, ``size``);
+- a hierarchy becomes two small relations computed by DuckDB's macros (on the engine's connection, or an
+  in-memory one for Spark): ``hanc`` (d, leaf, code, depth, lo), each leaf's code and, per depth, the
+  start of its ancestor's run of codes; ``hnode`` (d, name, lo, hi, depth, leaves), every node's run.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from duckdb_anon._install import sql_files
+from duckdb_anon.engines.base import CATEGORICAL, QI
+
+
+@dataclass(frozen=True)
+class Models:
+    """What a run enforces besides k: the QI positions with a hierarchy, the sensitive column (its kind
+    says whether its values are ordered, for t-closeness), the model as anon_model_literal's STRUCT
+    literal ({'l', 'l_kind', 'c', 't', 'suppress'}; l_kind and c again for the whole-table check's
+    message), and the share of rows that may be suppressed."""
+    hier: tuple[int, ...] = ()
+    sensitive: QI | None = None
+    model: str | None = None
+    suppress: float = 0.0
+    l_kind: str = "distinct"
+    c: float = 2.0
+    l_given: bool = False
+
+    @property
+    def checked(self) -> bool:
+        """Do cuts need their sides counted (the macro's `checked` cuts)?"""
+        return bool(self.hier) or self.sensitive is not None or self.suppress > 0
+
+    @property
+    def ordered(self) -> bool:
+        return self.sensitive is not None and self.sensitive.kind != CATEGORICAL
+
+
+NO_MODELS = Models()
+
+
+def model_arguments(con, fn: str, qis: list[str], mode: str, sensitive, l, l_kind, c, t, max_suppression) -> str:
+    """anon_model_literal's checks (errors name fn and the argument) and its STRUCT literal."""
+    return con.execute("SELECT anon_model_literal(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [fn, list(qis), mode, sensitive, l, l_kind, c, t, max_suppression]).fetchall()[0][0]
+
+
+def hierarchy_queries(con, fn: str, hierarchies, qis: list[str]) -> tuple[str, str] | None:
+    """DuckDB SQL for the relations hanc and hnode of `hierarchies` (QI name -> hierarchy table on `con`),
+    or None without hierarchies. anon_hierarchy_sql checks the argument (bind time) and gives the SQL
+    that reads the tables, quoted here as a literal by anon_sql_literal; anon_hierarchy_leaves validates
+    the trees when the relations are made."""
+    if not hierarchies:
+        return None
+    literal = con.execute("SELECT anon_sql_literal(anon_hierarchy_sql(?, ?, ?))",
+                          [fn, hierarchies, list(qis)]).fetchall()[0][0]
+    positions = con.execute("SELECT anon_sql_list(?)", [[q.lower() for q in qis]]).fetchall()[0][0]
+    name = con.execute("SELECT anon_sql_literal(?)", [fn]).fetchall()[0][0]
+    anc = (f"SELECT list_position({positions}, qi) - 1 AS d, leaf, code::BIGINT AS code, "
+           f"unnest(range(len(anc)))::BIGINT AS depth, unnest(anc)::BIGINT AS lo "
+           f"FROM anon_hierarchy_leaves({name}, {literal})")
+    node = (f"SELECT list_position({positions}, e.key) - 1 AS d, e.n.name AS name, e.n.lo::BIGINT AS lo, "
+            f"e.n.hi::BIGINT AS hi, e.n.depth::BIGINT AS depth, e.leaves::BIGINT AS leaves "
+            f"FROM (SELECT {{'key': m.key, 'n': unnest(m.value), 'leaves': h.leaf_counts[m.key]}} AS e "
+            f"FROM (SELECT unnest(map_entries(nodes)) AS m, leaf_counts "
+            f"FROM anon_hierarchy_maps({name}, {literal}, checked := false)) AS h(m, leaf_counts))")
+    return anc, node
+
+
+@lru_cache(maxsize=1)
+def _macros() -> dict[str, tuple[list[str], exp.Expression]]:
+    """07_models.sql's macros: name -> (parameters, parsed body)."""
+    path = next(p for p in sql_files() if p.name == "07_models.sql")
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
+    found = {}
+    for match in re.finditer(r"CREATE OR REPLACE MACRO (\w+)\(([^)]*)\) AS\s+(.*?);", text, re.S):
+        params = [p.strip() for p in match.group(2).split(",")]
+        found[match.group(1).lower()] = (params, sqlglot.parse_one(match.group(3), read="duckdb"))
+    return found
+
+
+def _expand(node: exp.Expression) -> exp.Expression:
+    """A call of a models macro replaced by its body (recursively), the arguments put in."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() in _macros()):
+        return node
+    params, body = _macros()[node.name.lower()]
+    args = dict(zip(params, (_expand_all(a) for a in node.expressions)))
+
+    def put(n):
+        if isinstance(n, exp.Column) and not n.table and n.name in args:
+            return args[n.name].copy()
+        return n
+
+    return _expand_all(_bottom_up(body.copy(), put))
+
+
+def _expand_all(tree: exp.Expression) -> exp.Expression:
+    return _bottom_up(tree, _expand)
+
+
+def _spark_lists(node: exp.Expression) -> exp.Expression:
+    """DuckDB's list functions as Spark writes them."""
+    if isinstance(node, exp.Bracket):  # sqlglot keeps a literal index 0-based, an expression as written (1-based)
+        index = node.expressions[0]
+        one_based = exp.Literal.number(int(index.this) + 1) if isinstance(index, exp.Literal) else index
+        return exp.Anonymous(this="element_at", expressions=[node.this, one_based])
+    if isinstance(node, exp.Length):
+        return exp.Anonymous(this="size", expressions=[node.this])
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "list_sum":
+        total, item = exp.to_identifier("__anon_total"), exp.to_identifier("__anon_item")
+        add = exp.Lambda(this=exp.Add(this=exp.column(total), expression=exp.column(item)), expressions=[total, item])
+        return exp.Anonymous(this="aggregate", expressions=[node.expressions[0], exp.cast(exp.Literal.number(0), "DOUBLE"), add])
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "list_slice":
+        items, start, end = node.expressions
+        count = exp.Add(this=exp.Sub(this=end.copy(), expression=start.copy()), expression=exp.Literal.number(1))
+        return exp.Anonymous(this="slice", expressions=[items, start, exp.paren(count)])
+    return node
+
+
+def _bottom_up(node: exp.Expression, fn) -> exp.Expression:
+    """`fn` applied to every node, children first (sqlglot's transform does not enter what it replaced)."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _bottom_up(value, fn))
+        elif isinstance(value, list):
+            node.set(key, [_bottom_up(v, fn) if isinstance(v, exp.Expression) else v for v in value])
+    return fn(node)
+
+
+def inline_models(node: exp.Expression, dialect: str) -> exp.Expression:
+    """For a dialect other than DuckDB, a call of a models macro (anon_model_holds, anon_entropy_l, ...) as
+    the macros' expression."""
+    if dialect == "duckdb" or not (isinstance(node, exp.Anonymous) and node.name.lower() in _macros()):
+        return node
+    return _bottom_up(_expand(node), _spark_lists)

@@ -60,6 +60,12 @@ class Engine(ABC):
     def value(self, sql: str):
         """The single value a query returns."""
 
+    def number(self, name: str, sql: str, order: str) -> None:
+        """Materialize a query under `name` with __anon_row: each row's place, from 1, in ascending order
+        of its column `order` (NULLs last; the column's values are distinct). This default numbers them
+        with a window over every row; engines that would run it in one task (Spark) override it."""
+        self.create(name, f"SELECT *, row_number() OVER (ORDER BY {order} NULLS LAST) AS __anon_row FROM ({sql}) AS q")
+
     @abstractmethod
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""

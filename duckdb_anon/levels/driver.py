@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from duckdb_anon.engines.base import QI, Engine, Names
+from duckdb_anon.engines.base import CATEGORICAL, QI, Engine, Names
 from duckdb_anon.levels.plan import Plan
 
 
@@ -57,7 +57,10 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     if engine.stepwise:
         grouped = names("grouped")
         create(grouped, plan.grouped(engine.source(), engine.numbered))
-        create(cells, plan.cells(engine.source(), engine.numbered, grouped))
+        codes = {d: names(f"codes{d}") for d, qi in enumerate(plan.qis) if qi.kind == CATEGORICAL}
+        for d, name in codes.items():  # numbered by the engine: a window over every value runs in one task on Spark
+            engine.number(names.real(name), names.real(plan.code_keys(d, grouped)), plan.code_order())
+        create(cells, plan.cells(engine.source(), engine.numbered, grouped, codes))
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, plan.span(cells))

@@ -3,6 +3,7 @@ checked against mondrian() on DuckDB (run from the project root; needs the 'spar
 
     python bench/bench_spark.py                 # Adult, strict and relaxed, k = 10, 8 QIs
     python bench/bench_spark.py --rows 10000000 --modes strict --driver-memory 12g
+    python bench/bench_spark.py --rows 6366 --local-rows 0   # every level as Parquet, for comparison
 
 --rows scales Adult as bench/bench_mondrian.py does (rows sampled with replacement, two numeric QIs
 jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver on scaled
@@ -25,6 +26,7 @@ from bench_mondrian import build  # the scaled Adult tables of the DuckDB benchm
 from duckdb_anon import levels as level_driver
 from duckdb_anon import spark as anon_spark
 from duckdb_anon.datasets import ADULT_QIS
+from duckdb_anon.engines.spark_engine import SparkEngine
 
 
 def _instant(text):
@@ -55,7 +57,12 @@ def main():
     parser.add_argument("--rows", type=int, default=0, help="sample Adult to this many rows (0: Adult as it is)")
     parser.add_argument("--modes", nargs="*", default=["strict", "relaxed"])
     parser.add_argument("--driver-memory", default="4g", help="Spark driver heap (local mode runs the tasks there)")
+    parser.add_argument("--local-rows", type=int, default=None,
+                        help="keep the levels on the driver up to this many distinct QI vectors "
+                             "(default: the engine's; 0: every level written as Parquet)")
     args = parser.parse_args()
+    if args.local_rows is not None:
+        SparkEngine.local_rows = args.local_rows
     scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
     try:  # at 10M rows the database, the Parquet files and the releases take ~1 GB
         run(args, scratch)

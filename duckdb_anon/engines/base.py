@@ -70,6 +70,16 @@ class Engine(ABC):
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
 
+    def level_engine(self, cells: int, inputs: dict[str, str]) -> "Engine":
+        """The engine the level loop runs on, given the table's `cells` (distinct QI vectors, which bound
+        every level's rows) and what the loop reads (relation name -> query over this engine): this
+        engine, or one it copied `inputs` to under the same names (then take_back() ends it)."""
+        return self
+
+    def take_back(self, loop: "Engine", name: str) -> None:
+        """Copy relation `name` of `loop` (level_engine()'s, not this engine) here, and close `loop`."""
+        raise NotImplementedError
+
     def begin(self, step: str) -> None:
         """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""
 

@@ -32,6 +32,9 @@ class SparkEngine(Engine):
     dialect = "spark"
     numbered = True
     stepwise = True
+    # up to this many distinct QI vectors the levels run in DuckDB on the driver: each level costs Spark
+    # jobs (seconds each) whatever its size, while DuckDB decides a level of this size in milliseconds
+    driver_cells = 200_000
 
     def __init__(self, spark, frame, view: str, work_dir: str):
         """`frame`: the source; number_source() makes it the view `view`."""
@@ -111,6 +114,25 @@ class SparkEngine(Engine):
 
     def value(self, sql):
         return self.spark.sql(sql).collect()[0][0]
+
+    def level_engine(self, cells, inputs):
+        if cells > self.driver_cells:
+            return self
+        import duckdb
+
+        from duckdb_anon.engines.duckdb_engine import DuckDBEngine
+
+        con = duckdb.connect()
+        for name, sql in inputs.items():  # names are ours (Names), the rows come as Arrow
+            con.register("__anon_input", self.spark.sql(sql).toArrow())
+            con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM __anon_input")
+            con.unregister("__anon_input")
+        return DuckDBEngine(con, name)
+
+    def take_back(self, loop, name):
+        rows = loop.con.sql(f"SELECT * FROM {name}").to_arrow_table()
+        loop.con.close()
+        self._write(name, self.spark.createDataFrame(rows))
 
     def drop(self, name):
         self.spark.catalog.dropTempView(name)

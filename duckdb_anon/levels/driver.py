@@ -68,40 +68,48 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     total = total or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
+    # the loop reads the cells' keys and the span; Spark hands few cells to DuckDB on the driver
+    loop = engine.level_engine(distinct, {names.real(cells): names.real(plan.keys(cells)),
+                                          names.real(span): names.real(plan.sql("SELECT * FROM span", span=span))})
     # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
     # level's steps as separate statements (in one statement it re-reads the shared steps)
     if medians is None:
-        medians = "quantile" if engine.quantiles and distinct >= 0.9 * total else "running"
-    stepwise = engine.stepwise or medians == "quantile"
+        medians = "quantile" if loop.quantiles and distinct >= 0.9 * total else "running"
+    stepwise = loop.stepwise or medians == "quantile"
 
-    def query(method, *tables):
-        return _generated(rules + (medians,), method, tables)
+    def query(method, *tables, on=loop):
+        return _generated(rules[:-1] + (on.dialect, medians), method, tables)
+
+    def step(name, sql):
+        loop.create(names.real(name), names.real(sql))
 
     state, following, decided = names("state_a"), names("state_b"), names("decided")
     if stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
-    create(state, query("root", cells, span))
+    step(state, query("root", cells, span))
     level = 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
-        engine.begin(f"level {level}")
+        loop.begin(f"level {level}")
         if stepwise:
-            create(cands, query("candidates", state, span))
-            create(attempt, query("attempt", state, cands))
+            step(cands, query("candidates", state, span))
+            step(attempt, query("attempt", state, cands))
             if mode == "strict":
-                create(fallback, query("fallback", state, cands, attempt))
-            create(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
+                step(fallback, query("fallback", state, cands, attempt))
+            step(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
         else:
-            create(decided, query("level", state, span))
-        engine.append(names.real(final), names.real(query("finished", state, decided)))
-        if engine.count(names.real(decided)) == 0:
+            step(decided, query("level", state, span))
+        loop.append(names.real(final), names.real(query("finished", state, decided)))
+        if loop.count(names.real(decided)) == 0:
             break
-        engine.drop(names.real(following))  # two levels old: gone before the next is written, not after
-        create(following, query("cut", state, decided))
+        loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
+        step(following, query("cut", state, decided))
         state, following = following, state
     labels = names("labels")
     engine.begin("labels")
-    create(labels, query("labels", cells, final))
+    if loop is not engine:
+        engine.take_back(loop, names.real(final))
+    create(labels, query("labels", cells, final, on=engine))
     columns = published if published is not None else [column.name for column in engine.columns()]
     return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))
 

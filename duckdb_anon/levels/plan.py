@@ -142,6 +142,10 @@ class Plan:
         return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}, {keys} "
                         f"FROM coded CROSS JOIN bounds", source=source, **tables)
 
+    def keys(self, cells: str) -> str:
+        """What the levels read of the cells (root()): cell, n and the keys."""
+        return self.sql(f"SELECT cell, n, {self._each('k{d}')} FROM cells", cells=cells)
+
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""
         return self.sql(f"SELECT sum(n) AS total_rows, count(*) AS cell_count, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}, max(k{d}) - min(k{d}) AS range{d}')} "

@@ -3,7 +3,7 @@ checked against mondrian() on DuckDB (run from the project root; needs the 'spar
 
     python bench/bench_spark.py                 # Adult, strict and relaxed, k = 10, 8 QIs
     python bench/bench_spark.py --rows 10000000 --modes strict --driver-memory 12g
-    python bench/bench_spark.py --rows 6366 --local-rows 0   # every level as Parquet, for comparison
+    python bench/bench_spark.py --rows 6366 --driver-cells 0 200000   # levels on Spark, then on the driver
 
 --rows scales Adult as bench/bench_mondrian.py does (rows sampled with replacement, two numeric QIs
 jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver on scaled
@@ -79,14 +79,16 @@ def run(args, scratch):
     con.execute(f"CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * EXCLUDE (rid) FROM {source}")
     path = f"{scratch}/source.parquet"
     con.execute("COPY (SELECT * FROM numbered ORDER BY rid) TO ?", [path])
-    for mode in args.modes:
+    default_cells = SparkEngine.driver_cells
+    for mode, driver_cells in [(m, c) for m in args.modes for c in args.driver_cells]:
+        SparkEngine.driver_cells = default_cells if driver_cells is None else driver_cells
         spark = (SparkSession.builder.master("local[2]").appName("bench").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.driver.memory", args.driver_memory).config("spark.local.dir", f"{scratch}/spark")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         frame = spark.read.parquet(path)
         started = time.perf_counter()
-        target = f"{scratch}/release_{mode}"
+        target = f"{scratch}/release_{mode}_{SparkEngine.driver_cells}"
         anon_spark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"], into=target)
         took = time.perf_counter() - started
         con.execute("CREATE OR REPLACE TABLE spark_release AS SELECT * FROM read_parquet(?)", [f"{target}/*.parquet"])
@@ -99,8 +101,9 @@ def run(args, scratch):
                            "(SELECT count(*) FROM (FROM duck EXCEPT ALL FROM spark_release))").fetchall()[0][0]
         per = stages(spark)
         levels = [g for g in per if g.startswith("duckdb-anon level")]
-        print(f"\n{mode}: {con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
-              f"{len(levels)} levels, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
+        print(f"\n{mode}, levels on the driver up to {SparkEngine.driver_cells:,} cells: "
+              f"{con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
+              f"{len(levels)} levels on Spark, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
               f"{'mondrian()' if source == 'adult' else 'level driver'} ({diff} rows differ)\n")
         print("| step | wall time (s) | stages | shuffle bytes (read + written) |\n|---|---:|---:|---:|")
         for group in sorted(per, key=lambda g: (len(g), g)):

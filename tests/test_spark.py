@@ -1,5 +1,6 @@
 """The Spark engine gives the release mondrian() gives on DuckDB (same rows, same labels), whatever the
 DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing."""
+import contextlib
 import re
 import shutil
 
@@ -54,7 +55,7 @@ def single_task_steps(plan: str) -> list[str]:
 
 @pytest.fixture
 def plans(monkeypatch):
-    """The physical plan of every query run while the test runs (each write, collect and count)."""
+    """The physical plan of every query run while the test runs (each write, collect, count, toArrow)."""
     from pyspark.sql.classic.dataframe import DataFrame
     from pyspark.sql.readwriter import DataFrameWriter
 
@@ -68,7 +69,7 @@ def plans(monkeypatch):
         return call
 
     monkeypatch.setattr(DataFrameWriter, "parquet", watched(DataFrameWriter.parquet, lambda w: w._df))
-    for method in ("collect", "count"):
+    for method in ("collect", "count", "toArrow"):
         monkeypatch.setattr(DataFrame, method, watched(getattr(DataFrame, method), lambda f: f))
     return seen
 
@@ -85,6 +86,19 @@ def test_plans_are_read_for_single_task_steps(spark):
     assert single_task_steps(plan(frame.orderBy("id").limit(3)))
     assert single_task_steps(plan(frame.groupBy().count())) == []
     assert single_task_steps(plan(frame.withColumn("r", F.row_number().over(Window.partitionBy("g").orderBy("id"))))) == []
+
+
+@contextlib.contextmanager
+def levels_on_spark(on_spark=True):
+    """Small tables' levels run in DuckDB on the driver; on_spark: on Spark, as large tables' do."""
+    from duckdb_anon.engines.spark_engine import SparkEngine
+
+    before = SparkEngine.driver_cells
+    SparkEngine.driver_cells = 0 if on_spark else before
+    try:
+        yield
+    finally:
+        SparkEngine.driver_cells = before
 
 
 def same_release(con, spark_frame, sql):
@@ -124,13 +138,14 @@ def tables(draw):
     mode = draw(st.sampled_from(["strict", "relaxed"]))
     shape = draw(st.sampled_from(["text", "typed"]))
     rule = draw(st.sampled_from(["actual", "inherited"]))
-    return df, k, mode, shape, rule
+    on_driver = draw(st.booleans())  # the levels in DuckDB on the driver, or on Spark
+    return df, k, mode, shape, rule, on_driver
 
 
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables())
 def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, plans, case):
-    df, k, mode, shape, rule = case
+    df, k, mode, shape, rule, on_driver = case
     con = duckdb_anon.connect()
     con.register("df_view", df)
     con.execute("CREATE TABLE t AS SELECT id, x::INTEGER AS x, c::VARCHAR AS c, DATE '2000-01-01' + d::INTEGER AS d "
@@ -138,8 +153,9 @@ def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, p
     typed = con.execute("SELECT * FROM t ORDER BY id").df()
     frame = spark.createDataFrame(typed.astype({"x": "Int32"}).replace({pd.NA: None}),
                                   "id long, x int, c string, d date").repartition(3)  # rows scattered over 3 parts
-    release = dspark.mondrian(spark, frame, ["x", "c", "d"], k, mode=mode, output=shape, split_rule=rule,
-                              row_order=["id"])
+    with levels_on_spark(not on_driver):
+        release = dspark.mondrian(spark, frame, ["x", "c", "d"], k, mode=mode, output=shape, split_rule=rule,
+                                  row_order=["id"])
     assert same_release(con, release, f"SELECT * FROM mondrian('t', ['x', 'c', 'd'], {k}, mode := '{mode}', "
                                       f"output := '{shape}', split_rule := '{rule}')")
     assert plans and [step for plan in plans for step in single_task_steps(plan)] == []
@@ -150,12 +166,13 @@ def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, p
 
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_one_qi_gives_mondrians_release_with_no_single_task_step(spark, plans, mode):
-    """One QI (a category, numbered by first appearance in `row_order`): mondrian()'s release, and no
-    query of the run, numbering included, brings every row to one task."""
+    """One QI (a category, numbered by first appearance in `row_order`), the levels on Spark: mondrian()'s
+    release, and no query of the run, numbering included, brings every row to one task."""
     con = duckdb_anon.connect()
     con.execute("CREATE TABLE t AS SELECT range AS id, chr((97 + (range * 7) % 5)::INTEGER) AS c, range % 3 AS x FROM range(30)")
     frame = spark.createDataFrame(con.execute("SELECT * FROM t ORDER BY id").df()).repartition(3)
-    release = dspark.mondrian(spark, frame, ["c"], 6, mode=mode, row_order=["id"])
+    with levels_on_spark():
+        release = dspark.mondrian(spark, frame, ["c"], 6, mode=mode, row_order=["id"])
     assert same_release(con, release, f"SELECT * FROM mondrian('t', ['c'], 6, mode := '{mode}')")
     assert len(plans) > 5 and [step for plan in plans for step in single_task_steps(plan)] == []
     con.close()

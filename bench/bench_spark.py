@@ -57,12 +57,10 @@ def main():
     parser.add_argument("--rows", type=int, default=0, help="sample Adult to this many rows (0: Adult as it is)")
     parser.add_argument("--modes", nargs="*", default=["strict", "relaxed"])
     parser.add_argument("--driver-memory", default="4g", help="Spark driver heap (local mode runs the tasks there)")
-    parser.add_argument("--local-rows", type=int, default=None,
-                        help="keep the levels on the driver up to this many distinct QI vectors "
-                             "(default: the engine's; 0: every level written as Parquet)")
+    parser.add_argument("--driver-cells", type=int, nargs="*", default=[None],
+                        help="run the levels in DuckDB on the driver up to this many distinct QI vectors "
+                             "(default: the engine's; 0: every level on Spark); several: one run each")
     args = parser.parse_args()
-    if args.local_rows is not None:
-        SparkEngine.local_rows = args.local_rows
     scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
     try:  # at 10M rows the database, the Parquet files and the releases take ~1 GB
         run(args, scratch)

@@ -3,6 +3,7 @@ checked against mondrian() on DuckDB (run from the project root; needs the 'spar
 
     python bench/bench_spark.py                 # Adult, strict and relaxed, k = 10, 8 QIs
     python bench/bench_spark.py --rows 10000000 --modes strict --driver-memory 12g
+    python bench/bench_spark.py --rows 6366 --driver-cells 0 200000   # levels on Spark, then on the driver
 
 --rows scales Adult as bench/bench_mondrian.py does (rows sampled with replacement, two numeric QIs
 jittered). The release is checked against DuckDB's: mondrian() on Adult, the level driver on scaled
@@ -25,6 +26,7 @@ from bench_mondrian import build  # the scaled Adult tables of the DuckDB benchm
 from duckdb_anon import levels as level_driver
 from duckdb_anon import spark as anon_spark
 from duckdb_anon.datasets import ADULT_QIS
+from duckdb_anon.engines.spark_engine import SparkEngine
 
 
 def _instant(text):
@@ -55,6 +57,9 @@ def main():
     parser.add_argument("--rows", type=int, default=0, help="sample Adult to this many rows (0: Adult as it is)")
     parser.add_argument("--modes", nargs="*", default=["strict", "relaxed"])
     parser.add_argument("--driver-memory", default="4g", help="Spark driver heap (local mode runs the tasks there)")
+    parser.add_argument("--driver-cells", type=int, nargs="*", default=[None],
+                        help="run the levels in DuckDB on the driver up to this many distinct QI vectors "
+                             "(default: the engine's; 0: every level on Spark); several: one run each")
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix="duckdb-anon-bench-spark-")
     try:  # at 10M rows the database, the Parquet files and the releases take ~1 GB
@@ -72,14 +77,16 @@ def run(args, scratch):
     con.execute(f"CREATE TABLE numbered AS SELECT row_number() OVER () AS rid, * EXCLUDE (rid) FROM {source}")
     path = f"{scratch}/source.parquet"
     con.execute("COPY (SELECT * FROM numbered ORDER BY rid) TO ?", [path])
-    for mode in args.modes:
+    default_cells = SparkEngine.driver_cells
+    for mode, driver_cells in [(m, c) for m in args.modes for c in args.driver_cells]:
+        SparkEngine.driver_cells = default_cells if driver_cells is None else driver_cells
         spark = (SparkSession.builder.master("local[2]").appName("bench").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.driver.memory", args.driver_memory).config("spark.local.dir", f"{scratch}/spark")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         frame = spark.read.parquet(path)
         started = time.perf_counter()
-        target = f"{scratch}/release_{mode}"
+        target = f"{scratch}/release_{mode}_{SparkEngine.driver_cells}"
         anon_spark.mondrian(spark, frame, ADULT_QIS, 10, mode=mode, row_order=["rid"], into=target)
         took = time.perf_counter() - started
         con.execute("CREATE OR REPLACE TABLE spark_release AS SELECT * FROM read_parquet(?)", [f"{target}/*.parquet"])
@@ -92,8 +99,9 @@ def run(args, scratch):
                            "(SELECT count(*) FROM (FROM duck EXCEPT ALL FROM spark_release))").fetchall()[0][0]
         per = stages(spark)
         levels = [g for g in per if g.startswith("duckdb-anon level")]
-        print(f"\n{mode}: {con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
-              f"{len(levels)} levels, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
+        print(f"\n{mode}, levels on the driver up to {SparkEngine.driver_cells:,} cells: "
+              f"{con.execute('SELECT count(*) FROM numbered').fetchall()[0][0]:,} rows, {took:.1f} s, "
+              f"{len(levels)} levels on Spark, release {'identical to' if diff == 0 else 'DIFFERENT from'} DuckDB's "
               f"{'mondrian()' if source == 'adult' else 'level driver'} ({diff} rows differ)\n")
         print("| step | wall time (s) | stages | shuffle bytes (read + written) |\n|---|---:|---:|---:|")
         for group in sorted(per, key=lambda g: (len(g), g)):

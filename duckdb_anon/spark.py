@@ -126,9 +126,6 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     the end. The release is written there as well and returned read back, unless `into` names a Parquet
     path to write it to instead. `hierarchies` (QI name -> Spark table name or DataFrame of leaf, path),
     `sensitive` with `l`, `l_kind`, `c`, `t`, and `max_suppression` are mondrian()'s privacy models."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import Window
-
     check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order)
     frame = spark.table(table) if isinstance(table, str) else table
     if "__anon_row" in frame.columns:
@@ -141,25 +138,18 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     kinds = {column.name.lower(): column.kind for column in map(spark_column, frame.schema.fields)}
     reads_order = mode == "relaxed" or (categorical_order == "appearance"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
-    if row_order:
-        ordered = [F.col(c).asc_nulls_last() for c in row_order]
-    elif reads_order:
-        ordered = [F.col(c).asc_nulls_last() for c in columns]
-    else:
-        ordered = None
-    if ordered is None:  # the release does not read the order: any unique number will do
-        numbered = frame.withColumn("__anon_row", F.monotonically_increasing_id() + 1)
-    else:
-        numbered = frame.withColumn("__anon_row", F.row_number().over(Window.orderBy(*ordered)))
+    order = (list(row_order or columns)) if reads_order else None  # None: any unique number will do
     names = Names()
     models, hierarchy_sql = privacy_models(spark, frame, qis, mode, names, hierarchies, sensitive, l, l_kind, c, t,
                                            max_suppression)
     view = names.prefix + "source"
     work_dir = (tempfile.mkdtemp(prefix="duckdb_anon_spark_") if work_dir is None
                 else f"{work_dir.rstrip('/')}/{names.prefix}")
-    engine = SparkEngine(spark, numbered, view, work_dir)
+    engine = SparkEngine(spark, frame, view, work_dir)
     target = into or f"{tempfile.mkdtemp(prefix='duckdb_anon_release_')}/release"
     try:
+        engine.begin("cells")
+        engine.number_source(order)
         sql = run(engine, FN, list(qis), k, mode, output, categorical_order, split_rule, names, published=published,
                   models=models, hierarchies=hierarchy_sql)
         engine.begin("release")

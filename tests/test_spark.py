@@ -1,5 +1,7 @@
 """The Spark engine gives the release mondrian() gives on DuckDB (same rows, same labels), whatever the
 DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing."""
+import contextlib
+import re
 import shutil
 
 import pandas as pd
@@ -27,6 +29,76 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def single_task_steps(plan: str) -> list[str]:
+    """The nodes of a physical plan that bring every row to one task: an exchange to a single partition
+    (except one gathering partial aggregates, a row per task), a window without PARTITION BY, a limit."""
+    lines = plan.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        child = lines[i + 1] if i + 1 < len(lines) else ""
+        if "Exchange SinglePartition" in line and not ("Aggregate(" in child and "partial_" in child):
+            found.append(line.strip())
+        elif re.search(r"\b(CollectLimit|GlobalLimit|TakeOrderedAndProject)\b", line):
+            found.append(line.strip())
+        elif re.search(r"\bWindow \[", line):  # Window [functions], [partition by], [order by]
+            depth, start = 0, line.index("Window [") + 7
+            for j in range(start, len(line)):
+                depth += {"[": 1, "]": -1}.get(line[j], 0)
+                if depth == 0:
+                    break
+            if line[j + 1:].startswith(", []"):
+                found.append(line.strip())
+    return found
+
+
+@pytest.fixture
+def plans(monkeypatch):
+    """The physical plan of every query run while the test runs (each write, collect, count, toArrow)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    seen = []
+
+    def watched(run, frame_of):
+        def call(self, *args, **kwargs):
+            out = run(self, *args, **kwargs)
+            seen.append(frame_of(self)._jdf.queryExecution().executedPlan().toString())
+            return out
+        return call
+
+    monkeypatch.setattr(DataFrameWriter, "parquet", watched(DataFrameWriter.parquet, lambda w: w._df))
+    for method in ("collect", "count", "toArrow"):
+        monkeypatch.setattr(DataFrame, method, watched(getattr(DataFrame, method), lambda f: f))
+    return seen
+
+
+def test_plans_are_read_for_single_task_steps(spark):
+    """The detector itself, on plans Spark makes: an unpartitioned window and a sort's limit are found,
+    a global count (partial aggregates gathered) and a partitioned window are not."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frame = spark.range(50).withColumn("g", F.col("id") % 3)
+    plan = lambda f: f._jdf.queryExecution().executedPlan().toString()  # noqa: E731
+    assert single_task_steps(plan(frame.withColumn("r", F.row_number().over(Window.orderBy("id")))))
+    assert single_task_steps(plan(frame.orderBy("id").limit(3)))
+    assert single_task_steps(plan(frame.groupBy().count())) == []
+    assert single_task_steps(plan(frame.withColumn("r", F.row_number().over(Window.partitionBy("g").orderBy("id"))))) == []
+
+
+@contextlib.contextmanager
+def levels_on_spark(on_spark=True):
+    """Small tables' levels run in DuckDB on the driver; on_spark: on Spark, as large tables' do."""
+    from duckdb_anon.engines.spark_engine import SparkEngine
+
+    before = SparkEngine.driver_cells
+    SparkEngine.driver_cells = 0 if on_spark else before
+    try:
+        yield
+    finally:
+        SparkEngine.driver_cells = before
 
 
 def same_release(con, spark_frame, sql):
@@ -66,13 +138,14 @@ def tables(draw):
     mode = draw(st.sampled_from(["strict", "relaxed"]))
     shape = draw(st.sampled_from(["text", "typed"]))
     rule = draw(st.sampled_from(["actual", "inherited"]))
-    return df, k, mode, shape, rule
+    on_driver = draw(st.booleans())  # the levels in DuckDB on the driver, or on Spark
+    return df, k, mode, shape, rule, on_driver
 
 
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables())
-def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, case):
-    df, k, mode, shape, rule = case
+def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, plans, case):
+    df, k, mode, shape, rule, on_driver = case
     con = duckdb_anon.connect()
     con.register("df_view", df)
     con.execute("CREATE TABLE t AS SELECT id, x::INTEGER AS x, c::VARCHAR AS c, DATE '2000-01-01' + d::INTEGER AS d "
@@ -80,12 +153,28 @@ def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, c
     typed = con.execute("SELECT * FROM t ORDER BY id").df()
     frame = spark.createDataFrame(typed.astype({"x": "Int32"}).replace({pd.NA: None}),
                                   "id long, x int, c string, d date").repartition(3)  # rows scattered over 3 parts
-    release = dspark.mondrian(spark, frame, ["x", "c", "d"], k, mode=mode, output=shape, split_rule=rule,
-                              row_order=["id"])
+    with levels_on_spark(not on_driver):
+        release = dspark.mondrian(spark, frame, ["x", "c", "d"], k, mode=mode, output=shape, split_rule=rule,
+                                  row_order=["id"])
     assert same_release(con, release, f"SELECT * FROM mondrian('t', ['x', 'c', 'd'], {k}, mode := '{mode}', "
                                       f"output := '{shape}', split_rule := '{rule}')")
+    assert plans and [step for plan in plans for step in single_task_steps(plan)] == []
     sizes = release.groupBy("x", "c", "d").count().toPandas()["count"]
     assert sizes.min() >= k and sizes.sum() == len(df)  # recomputed on Spark: k and every row kept
+    con.close()
+
+
+def test_one_qi_gives_mondrians_release_with_no_single_task_step(spark, plans, mode="strict"):
+    """One QI (a category, numbered by first appearance in `row_order`), the levels on Spark: mondrian()'s
+    release, and no query of the run, numbering included, brings every row to one task. (Relaxed mode
+    runs the same attempt step; the random tables check both modes' plans.)"""
+    con = duckdb_anon.connect()
+    con.execute("CREATE TABLE t AS SELECT range AS id, chr((97 + (range * 7) % 5)::INTEGER) AS c, range % 3 AS x FROM range(30)")
+    frame = spark.createDataFrame(con.execute("SELECT * FROM t ORDER BY id").df()).repartition(3)
+    with levels_on_spark():
+        release = dspark.mondrian(spark, frame, ["c"], 10, mode=mode, row_order=["id"])
+    assert same_release(con, release, f"SELECT * FROM mondrian('t', ['c'], 10, mode := '{mode}')")
+    assert len(plans) > 5 and [step for plan in plans for step in single_task_steps(plan)] == []
     con.close()
 
 

@@ -66,9 +66,25 @@ class Engine(ABC):
         """The rows a (small) query returns (the level driver's hierarchy check needs it)."""
         raise NotImplementedError(f"{type(self).__name__} cannot return rows")
 
+    def number(self, name: str, sql: str, order: str) -> None:
+        """Materialize a query under `name` with __anon_row: each row's place, from 1, in ascending order
+        of its column `order` (NULLs last; the column's values are distinct). This default numbers them
+        with a window over every row; engines that would run it in one task (Spark) override it."""
+        self.create(name, f"SELECT *, row_number() OVER (ORDER BY {order} NULLS LAST) AS __anon_row FROM ({sql}) AS q")
+
     @abstractmethod
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
+
+    def level_engine(self, cells: int, inputs: dict[str, str]) -> "Engine":
+        """The engine the level loop runs on, given the table's `cells` (distinct QI vectors, which bound
+        every level's rows) and what the loop reads (relation name -> query over this engine): this
+        engine, or one it copied `inputs` to under the same names (then take_back() ends it)."""
+        return self
+
+    def take_back(self, loop: "Engine", name: str) -> None:
+        """Copy relation `name` of `loop` (level_engine()'s, not this engine) here, and close `loop`."""
+        raise NotImplementedError
 
     def begin(self, step: str) -> None:
         """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""

@@ -32,12 +32,55 @@ class SparkEngine(Engine):
     dialect = "spark"
     numbered = True
     stepwise = True
+    # up to this many distinct QI vectors the levels run in DuckDB on the driver: each level costs Spark
+    # jobs (seconds each) whatever its size, while DuckDB decides a level of this size in milliseconds
+    driver_cells = 200_000
 
     def __init__(self, spark, frame, view: str, work_dir: str):
+        """`frame`: the source; number_source() makes it the view `view`."""
         self.spark, self.view, self.work_dir = spark, view, work_dir.rstrip("/")
-        self._columns = [spark_column(f) for f in frame.schema.fields if f.name != "__anon_row"]
-        frame.createOrReplaceTempView(view)
+        self.frame = frame
+        self._columns = [spark_column(f) for f in frame.schema.fields]
         self.versions: dict[str, int] = {}
+
+    def number_source(self, order: list[str] | None) -> None:
+        """The source as the view, its rows numbered in __anon_row: by their columns `order` (ascending,
+        NULLs last), or, when None, by any unique number (the release does not read the order)."""
+        from pyspark.sql import functions as F
+
+        if order is None:
+            self.frame.withColumn("__anon_row", F.monotonically_increasing_id() + 1).createOrReplaceTempView(self.view)
+        else:
+            self._number(self.view, self.frame, order)
+
+    def number(self, name, sql, order):
+        self._number(name, self.spark.sql(sql), [order])
+
+    def _number(self, name, frame, order):
+        """`frame` with __anon_row, its place from 1 in `order`, as the view `name`, without the single task
+        that row_number() over an unordered window runs. The rows are range-partitioned by `order` and
+        sorted within their partition, so partition i holds places before partition i + 1's; each row's
+        monotonically_increasing_id (its partition in the top bits, its place within it below) is written
+        once with it, the rows per partition counted from what was written, and a row's number is the
+        rows of the partitions before its own plus its place in its own. Ties in `order` take any order,
+        as they do under row_number()."""
+        from pyspark.sql import functions as F
+
+        by = [F.col("`" + c.replace("`", "``") + "`").asc_nulls_last() for c in order]
+        placed = frame.repartitionByRange(*by).sortWithinPartitions(*by) \
+            .withColumn("__anon_place", F.monotonically_increasing_id())
+        path = self._path(name)
+        placed.write.mode("overwrite").parquet(path)
+        written = self.spark.read.schema(placed.schema).parquet(path)
+        part = F.shiftright("__anon_place", 33)
+        counts = dict(written.groupBy(part.alias("p")).count().collect())
+        before, offsets = 0, []
+        for p in range(max(counts, default=0) + 1):
+            offsets.append(before)
+            before += counts.get(p, 0)
+        first = F.element_at(F.array(*[F.lit(o) for o in offsets]), (part + 1).cast("int"))
+        written.withColumn("__anon_row", first + (F.col("__anon_place") - F.shiftleft(part, 33)) + 1) \
+            .drop("__anon_place").createOrReplaceTempView(name)
 
     def source(self) -> exp.Expression:
         return exp.to_table(self.view)
@@ -45,10 +88,15 @@ class SparkEngine(Engine):
     def columns(self):
         return self._columns
 
-    def _write(self, name, frame, mode="overwrite"):
+    def _path(self, name, mode="overwrite"):
+        """The folder of `name`'s next version (or its current one, to append to)."""
         version = self.versions.get(name, 0) + (mode == "overwrite")
         self.versions[name] = version
-        path = f"{self.work_dir}/{name}_{version}"
+        return f"{self.work_dir}/{name}_{version}"
+
+    def _write(self, name, frame, mode="overwrite"):
+        path = self._path(name, mode)
+        version = self.versions[name]
         frame.write.mode(mode).parquet(path)
         # the schema is known: reading it from the files would cost a job per step
         self.spark.read.schema(frame.schema).parquet(path).createOrReplaceTempView(name)
@@ -69,6 +117,25 @@ class SparkEngine(Engine):
 
     def rows(self, sql):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
+
+    def level_engine(self, cells, inputs):
+        if cells > self.driver_cells:
+            return self
+        import duckdb
+
+        from duckdb_anon.engines.duckdb_engine import DuckDBEngine
+
+        con = duckdb.connect()
+        for name, sql in inputs.items():  # names are ours (Names), the rows come as Arrow
+            con.register("__anon_input", self.spark.sql(sql).toArrow())
+            con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM __anon_input")
+            con.unregister("__anon_input")
+        return DuckDBEngine(con, name)
+
+    def take_back(self, loop, name):
+        rows = loop.con.sql(f"SELECT * FROM {name}").to_arrow_table()
+        loop.con.close()
+        self._write(name, self.spark.createDataFrame(rows))
 
     def drop(self, name):
         self.spark.catalog.dropTempView(name)

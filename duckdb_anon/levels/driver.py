@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from duckdb_anon.engines.base import QI, Engine, Names
+from duckdb_anon.engines.base import CATEGORICAL, QI, Engine, Names
 from duckdb_anon.levels.checked import CheckedPlan
 from duckdb_anon.levels.models import NO_MODELS, Models
 from duckdb_anon.levels.plan import Plan
@@ -95,7 +95,11 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     if engine.stepwise:
         grouped = names("grouped")
         create(grouped, plan.grouped(engine.source(), engine.numbered))
-        create(cells, plan.cells(engine.source(), engine.numbered, grouped))
+        codes = {d: names(f"codes{d}") for d, qi in enumerate(plan.qis)
+                 if qi.kind == CATEGORICAL and d not in models.hier}
+        for d, name in codes.items():  # numbered by the engine: a window over every value runs in one task on Spark
+            engine.number(names.real(name), names.real(plan.code_keys(d, grouped)), plan.code_order())
+        create(cells, plan.cells(engine.source(), engine.numbered, grouped, codes))
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, plan.span(cells))
@@ -104,47 +108,57 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     total = total or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
+    # the loop reads the cells' keys and the span; Spark hands few cells to DuckDB on the driver (not yet
+    # when a model is checked: its cuts read the sensitive values and the hierarchies too)
+    loop = engine if checked or hierarchies else engine.level_engine(
+        distinct, {names.real(cells): names.real(plan.keys(cells)),
+                   names.real(span): names.real(plan.sql("SELECT * FROM span", span=span))})
     # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
     # level's steps as separate statements (in one statement it re-reads the shared steps)
     if medians is None:
-        medians = "quantile" if engine.quantiles and distinct >= 0.9 * total else "running"
-    stepwise = engine.stepwise or medians == "quantile"
+        medians = "quantile" if loop.quantiles and distinct >= 0.9 * total else "running"
+    stepwise = loop.stepwise or medians == "quantile"
 
-    def query(method, *tables):
-        return _generated(rules + (medians, models), method, tables)
+    def query(method, *tables, on=loop):
+        return _generated(rules[:-1] + (on.dialect, medians, models), method, tables)
+
+    def step(name, sql):
+        loop.create(names.real(name), names.real(sql))
 
     state, following, decided = names("state_a"), names("state_b"), names("decided")
     if checked:
         cands, judged, sides = names("cands"), names("judged"), names("sides")
     elif stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
-    create(state, query("root", cells, span))
+    step(state, query("root", cells, span))
     level = 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
-        engine.begin(f"level {level}")
+        loop.begin(f"level {level}")
         if checked:  # every cut judged at once, its sides counted
-            create(cands, query("candidates", state, span))
-            create(judged, query("judged", state, cands))
-            create(sides, query("sides", state, judged))
-            create(decided, query("checked_decisions", cands, judged, sides))
+            step(cands, query("candidates", state, span))
+            step(judged, query("judged", state, cands))
+            step(sides, query("sides", state, judged))
+            step(decided, query("checked_decisions", cands, judged, sides))
         elif stepwise:
-            create(cands, query("candidates", state, span))
-            create(attempt, query("attempt", state, cands))
+            step(cands, query("candidates", state, span))
+            step(attempt, query("attempt", state, cands))
             if mode == "strict":
-                create(fallback, query("fallback", state, cands, attempt))
-            create(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
+                step(fallback, query("fallback", state, cands, attempt))
+            step(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
         else:
-            create(decided, query("level", state, span))
-        engine.append(names.real(final), names.real(query("finished", state, decided)))
-        if engine.count(names.real(decided)) == 0:
+            step(decided, query("level", state, span))
+        loop.append(names.real(final), names.real(query("finished", state, decided)))
+        if loop.count(names.real(decided)) == 0:
             break
-        engine.drop(names.real(following))  # two levels old: gone before the next is written, not after
-        create(following, query("cut", state, decided, *([sides] if checked else [])))
+        loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
+        step(following, query("cut", state, decided, *([sides] if checked else [])))
         state, following = following, state
     labels = names("labels")
     engine.begin("labels")
-    create(labels, query("labels", cells, final))
+    if loop is not engine:
+        engine.take_back(loop, names.real(final))
+    create(labels, query("labels", cells, final, on=engine))
     columns = published if published is not None else [column.name for column in engine.columns()]
     return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))
 

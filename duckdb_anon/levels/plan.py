@@ -103,9 +103,25 @@ class Plan:
         `numbered`: the source already has a row number __anon_row (Spark); else DuckDB's scan position."""
         return self.sql(self._grouped(numbered), source=source)
 
-    def cells(self, source: exp.Expression, numbered: bool, grouped: str | None = None) -> str:
+    def _code_keys(self, d: int) -> str:
+        return f"SELECT v{d} AS cv, min(cell) AS first_row FROM grouped GROUP BY v{d}"
+
+    def code_order(self) -> str:
+        """The column of code_keys() whose ascending order (NULLs last) numbers a categorical QI's values:
+        its first row (categorical order 'appearance') or the value itself ('value')."""
+        return "first_row" if self.categorical_order == "appearance" else "cv"
+
+    def code_keys(self, d: int, grouped: str) -> str:
+        """Per value of categorical QI `d`: cv (the value) and first_row (its first row); a value's code is its
+        place, from 0, in code_order(). For engines that number rows themselves (Engine.number)."""
+        return self.sql(self._code_keys(d), grouped=grouped)
+
+    def cells(self, source: exp.Expression, numbered: bool, grouped: str | None = None,
+              numbered_codes: dict[int, str] | None = None) -> str:
         """grouped() with each QI's key k<d> added. `grouped`: a relation holding grouped() (engines that
-        would compute it once per reference, as Spark inlines CTEs); else computed here."""
+        would compute it once per reference, as Spark inlines CTEs); else computed here. `numbered_codes`:
+        per categorical QI, a relation holding code_keys() numbered by code_order() in __anon_row (from 1);
+        else the codes are numbered here by a window over every value."""
         codes, joins, raw = [], [], []
         for d, qi in enumerate(self.qis):
             if d in self.models.hier:  # the leaf's code (NULL when the hierarchy lacks the value: an error)
@@ -113,9 +129,10 @@ class Plan:
                              f"ON h{d}.leaf = CAST(g.v{d} AS VARCHAR)")
                 raw.append(f"CAST(h{d}.code AS DOUBLE) AS r{d}")
             elif qi.kind == CATEGORICAL:
-                order = "min(cell)" if self.categorical_order == "appearance" else f"v{d} NULLS LAST"
-                codes.append(f"c{d} AS (SELECT v{d} AS cv, (dense_rank() OVER (ORDER BY {order}) - 1)::DOUBLE AS code "
-                             f"FROM grouped GROUP BY v{d})")
+                codes.append(f"c{d} AS (SELECT cv, (__anon_row - 1)::DOUBLE AS code FROM codes{d})"
+                             if d in (numbered_codes or {}) else
+                             f"c{d} AS (SELECT cv, (dense_rank() OVER (ORDER BY {self.code_order()} NULLS LAST) - 1)::DOUBLE "
+                             f"AS code FROM ({self._code_keys(d)}))")
                 joins.append(f"LEFT JOIN c{d} ON g.v{d} IS NOT DISTINCT FROM c{d}.cv")
                 raw.append(f"c{d}.code AS r{d}")
             elif qi.kind == TEMPORAL:
@@ -135,9 +152,14 @@ class Plan:
         # hierarchy's code stays NULL where it lacks the value (the driver reports it)
         keys = ", ".join(f"r{d} AS k{d}" if d in self.models.hier else
                          f"coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}" for d in range(self.q))
+        tables = {**({"grouped": grouped} if grouped else {}),
+                  **{f"codes{d}": name for d, name in (numbered_codes or {}).items()}, **self.hierarchy_tables}
         return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}{', sv, s' if self.sensitive else ''}, "
-                        f"{keys} FROM coded CROSS JOIN bounds", source=source,
-                        **({"grouped": grouped} if grouped else {}), **self.hierarchy_tables)
+                        f"{keys} FROM coded CROSS JOIN bounds", source=source, **tables)
+
+    def keys(self, cells: str) -> str:
+        """What the levels read of the cells (root()): cell, n and the keys."""
+        return self.sql(f"SELECT cell, n, {self._each('k{d}')} FROM cells", cells=cells)
 
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""
@@ -214,7 +236,8 @@ class Plan:
         """Each candidate's widest QI whose keys differ: its median, and whether the cut there is allowed.
         Returns part, dim, split, nxt (the next key), cnt (rows at the split), cum (rows up to it), rows,
         valid; one row per candidate with a QI whose keys differ."""
-        best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})"
+        # Spark's greatest() needs two arguments or more
+        best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})" if self.q > 1 else self._eligible(0)
         pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
         return (f"""
             WITH tried AS (SELECT part, rows, unit, CASE {pick} END AS dim

@@ -83,6 +83,7 @@ PLAIN_CLIENT_CALLS = {
     "hierarchy_from_parents": "SELECT * FROM hierarchy_from_parents('edges')",
     "km_check": "SELECT * FROM km_check('ratings', 'record_id', ['item'], 2, 2)",
     "km_measures": "SELECT * FROM km_measures('ratings', 'ratings', ['item'])",
+    "table_release_join_check": "SELECT * FROM table_release_join_check('ratings', 'ratings', 'record_id', 'record_id')",
 }
 NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)",
                 "dp_aggregate": "SELECT * FROM dp_aggregate('p', ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1)",

@@ -169,5 +169,9 @@ def test_a_frozen_km_release_is_recorded_with_its_arguments(kcon):
     row = duckdb_anon.publish_km(kcon, "fr", "fr_release", items=["item"], k=3, m=2, person="person")
     assert (row["method"], row["rows"], row["achieved_k"], row["k"]) == ("km", 32, 8, 3)
     assert kcon.execute("SELECT count(*) FROM fr_release").fetchall()[0][0] == 32
-    with pytest.raises(Exception, match="publish_km"):  # a second release of the source is not audited
+    with pytest.raises(Exception, match="publish_km") as err:  # a second release of the source is not audited
         duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person")
+    assert "allow_differencing" in str(err.value) and "id_column" not in str(err.value)  # publish_km has no id_column
+    again = duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person", allow_differencing=True)
+    assert again["previous_release"] == "fr_release" and "without a differencing audit" in again["differencing_warning"]
+    assert "id_column" not in again["differencing_warning"]

@@ -136,6 +136,39 @@ def test_release_publishes_only_person_items_and_keep_and_follows_the_declared_p
     assert kcon.execute("SELECT count(*) FROM kp_a").fetchall()[0][0] == 12
 
 
+def test_a_privacy_unit_declared_through_another_table_is_followed(kcon):
+    """Diagnoses reach their patient through visits (two visits a patient): with no person given, the release
+    is k^m over patients, not visits, under visits' person column; a diagnosis whose visit is unknown belongs
+    to nobody and is left out. The SQL entry follows the same link."""
+    kcon.execute("CREATE OR REPLACE TABLE kv AS SELECT v AS visit_id, v // 2 AS pid FROM range(24) a(v)")
+    kcon.execute("CREATE OR REPLACE TABLE kd AS SELECT v AS visit_id, (v * 7 + d) % 5 AS code, 'note' || v AS note "
+                 "FROM range(24) a(v), range(2) b(d) UNION ALL SELECT 99, 1, 'lost'")
+    duckdb_anon.declare_privacy_unit(kcon, "kv", "pid")
+    duckdb_anon.declare_privacy_unit(kcon, "kd", "visit_id", via_table="kv", via_key="visit_id")
+    kcon.execute("DROP TABLE IF EXISTS kd_out")
+    km_anonymize(kcon, "kd", items=["code"], k=4, m=2, into="kd_out")
+    release = kcon.execute("SELECT * FROM kd_out").df()
+    assert list(release.columns) == ["pid", "code"]
+    assert rare_itemsets(release, "pid", ["code"], 4, 2) == []
+    source = kcon.execute("SELECT * FROM kd").df().merge(kcon.execute("SELECT * FROM kv").df(), on="visit_id")
+    assert_covers(source, release, "pid", ["code"], {})
+    assert 0 < len(release) <= 48 and set(release["pid"]) <= set(range(12))
+    via_sql = kcon.execute("SELECT * FROM km_anonymity('kd', ['code'], 4, 2)").fetchall()
+    assert sorted(via_sql) == sorted(kcon.execute("SELECT * FROM kd_out").fetchall())
+    assert kcon.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__anon_km%'").fetchall() == [(0,)]
+    kcon.execute("CREATE OR REPLACE TABLE ke AS SELECT v % 13 AS pid, v % 3 AS code FROM range(60) a(v)")  # the key is the pid
+    kcon.execute("CREATE OR REPLACE TABLE kpat AS SELECT range AS pid FROM range(12)")
+    duckdb_anon.declare_privacy_unit(kcon, "kpat", "pid")
+    duckdb_anon.declare_privacy_unit(kcon, "ke", "pid", via_table="kpat", via_key="pid")
+    kcon.execute("DROP TABLE IF EXISTS ke_out")
+    km_anonymize(kcon, "ke", items=["code"], k=3, m=2, into="ke_out")  # pid 12 is nobody in kpat: left out
+    assert kcon.execute("SELECT max(pid), count(*) FILTER (WHERE pid = 12) FROM ke_out").fetchall() == [(11, 0)]
+    kcon.execute("CREATE OR REPLACE TABLE kd2 AS SELECT visit_id, code, visit_id AS pid FROM kd")  # a pid of its own
+    duckdb_anon.declare_privacy_unit(kcon, "kd2", "visit_id", via_table="kv", via_key="visit_id")
+    with pytest.raises(ValueError, match=r"km_anonymize\(\): argument 'person' is None .*'kv'.'pid'.*privacy_unit_rows"):
+        km_anonymize(kcon, "kd2", items=["code"], k=4, m=2, into="kd2_out")
+
+
 def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
     kcon.execute("CREATE OR REPLACE TABLE sr AS SELECT * FROM synthetic_ratings(60, items := 30, ratings_per_user := 6, seed := 4)")
     kcon.execute("CREATE OR REPLACE TABLE sr_h AS SELECT * FROM hierarchy_intervals('sr', 'item', [5, 15])")

@@ -27,7 +27,7 @@ HIERARCHIES = {"item": "h_item", "value": "h_value", "ts": "h_ts"}
 
 
 def shown(value) -> str:
-    """A measure, or n/a when it is undefined (Spearman over item ids none of which is released as itself)."""
+    """A measure, or n/a when it is undefined (Spearman when either popularity is constant)."""
     return "n/a" if value is None or value != value else f"{value:.3f}"
 
 

@@ -59,13 +59,13 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Every macro, the version and the declarations: the statements of one transaction."""
     from duckdb_anon import __version__, dp
     from duckdb_anon.privacy_units import apply_privacy_units
-    from duckdb_anon.roles import apply_policies, restore_role_catalog, set_aside_old_role_catalog
+    from duckdb_anon._catalog_upgrade import restore_old_catalogs, set_aside_old_catalogs
+    from duckdb_anon.roles import apply_policies
 
-    upgraded = set_aside_old_role_catalog(con)  # a catalog from before the masked role is re-created
+    upgraded = set_aside_old_catalogs(con)  # catalog tables whose old CHECK refuses what this version writes
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
-    if upgraded:
-        restore_role_catalog(con)
+    restore_old_catalogs(con, upgraded)
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)

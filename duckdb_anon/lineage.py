@@ -105,10 +105,12 @@ def _figures(con: duckdb.DuckDBPyConnection, earlier: str, k: int | None) -> tup
 
 
 def audit(con: duckdb.DuckDBPyConnection, fn: str, name: str, source: str, earlier: list[str], k: int | None,
-          person: str | None, allow_differencing: bool) -> dict:
+          person: str | None, allow_differencing: bool, unmatched: str | None = None) -> dict:
     """Audit the release being published against each release in `earlier` (the latest first): refuse a
     finding (anyone below k or singled out) or an audit that cannot run, unless `allow_differencing`; then
-    the catalog records the finding as the warning. Returns the anon_releases columns to record."""
+    the catalog records the finding as the warning. Returns the anon_releases columns to record.
+    `unmatched`: why this release has no person to match, said in the refusal when `person` is None (the
+    default asks for the id_column argument, which only publish_release and publish_mondrian take)."""
     record = {"previous_release": earlier[0] if earlier else None, "differencing_below_k": None,
               "differencing_singled_out": None, "differencing_warning": None}
     if not earlier:
@@ -121,8 +123,8 @@ def audit(con: duckdb.DuckDBPyConnection, fn: str, name: str, source: str, earli
         theirs = recorded[0][0] if recorded else None
         if person is None or theirs is None or theirs.lower() != person.lower():
             why = (f"the earlier release {release!r} of {source!r} cannot be audited for differencing: "
-                   + ("no column identifies the people of this release (pass id_column=..., a column whose values identify "
-                      "each person, or declare such an identifier)" if person is None else
+                   + ((unmatched or "no column identifies the people of this release (pass id_column=..., a column whose "
+                       "values identify each person, or declare such an identifier)") if person is None else
                       f"{release!r} was published without a column identifying its people (id_column), so its rows cannot "
                       "be matched" if theirs is None else
                       f"{release!r} identified people by {theirs!r}, this release by {person!r} (pass id_column={theirs!r})"))

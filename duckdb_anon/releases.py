@@ -50,7 +50,7 @@ def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitiv
 def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None,
-            measure=_measure, also: Callable[[], None] | None = None) -> dict:
+            measure=_measure, also: Callable[[], None] | None = None, unmatched: str | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
     (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
     transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
@@ -58,7 +58,7 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
     `held`: a temporary table (person, labels, reason) of the people a re-release held back.
     `measure(con, name, qis, sensitive)`: rows, achieved k, l and t of the frozen table (a model's own).
     `also`: more statements of the same transaction (a multi-table release writes its other table and
-    catalog row)."""
+    catalog row). `unmatched`: why the release has no person column, for the audit's refusal."""
     target = _identifier(con, name)
     if earlier is None:
         earlier = lineage.earlier_releases(con, record["source_table"])
@@ -72,7 +72,8 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
             lineage.stage_people(con, fn, record["qis"], person_argument)
         rows, achieved_k, achieved_l, achieved_t = measure(con, name, record["qis"], record.get("sensitive"))
         ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
-        found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing)
+        found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing,
+                              unmatched)
         if found["previous_release"] == name:  # a replaced release: the lineage goes on from what it followed
             found["previous_release"] = con.execute("SELECT previous_release FROM anon_releases WHERE name = ?", [name]).fetchall()[0][0]
         con.execute("DELETE FROM anon_releases WHERE name = ?", [name])
@@ -214,6 +215,9 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
                    allow_differencing=allow_differencing)
 
 
+KM_UNMATCHED = "a k^m release holds many rows per person, which the audit (one row per person) cannot match"
+
+
 def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: list[str], k: int, m: int,
                person: str | None = None, hierarchies: dict[str, str] | None = None, keep: list[str] | None = None,
                seed: int = 0, replace: bool = False, allow_differencing: bool = False) -> dict:
@@ -252,6 +256,6 @@ def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: 
     record = {"source_table": table, "method": "km", "qis": list(items), "k": k, "arguments": arguments}
     try:
         return _freeze(con, fn, name, replace, f"SELECT * FROM temp.main.{staged}", [], record, ncp_sql,
-                       allow_differencing=allow_differencing, measure=measure)
+                       allow_differencing=allow_differencing, measure=measure, unmatched=KM_UNMATCHED)
     finally:
         con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")

@@ -46,6 +46,10 @@ def _previous(con: duckdb.DuckDBPyConnection, fn: str, table: str, previous: obj
     row = dict(zip(columns, found[0]))
     if row["source_table"] != table:
         raise DeclarationError(f"{fn}(): argument 'previous': {previous!r} is a release of {row['source_table']!r}, not {table!r}")
+    if row["method"] not in ("policy", "mondrian"):  # its rows are not one person each, its labels not classes
+        raise DeclarationError(f"{fn}(): argument 'previous': {previous!r} is a release of method {row['method']!r} (k^m, "
+                               "many rows per person); a re-release keeps the classes of a 'policy' or 'mondrian' release: "
+                               "publish the k^m release again with publish_km(..., allow_differencing=True)")
     if row["person_column"] is None:
         raise DeclarationError(f"{fn}(): argument 'previous': {previous!r} recorded no person column, so its people cannot "
                                "keep their classes (publish it again with id_column=...)")

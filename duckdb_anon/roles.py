@@ -93,26 +93,6 @@ def _check_mask(con: duckdb.DuckDBPyConnection, table: str, column: str, mask: s
         raise DeclarationError(f"declare_role(): argument '{'mask_args' if known else 'mask'}': {problem}")
 
 
-def set_aside_old_role_catalog(con: duckdb.DuckDBPyConnection) -> bool:
-    """Before install creates the catalog: a database made before the masked role has an anon_column_roles
-    whose CHECK constraint refuses 'masked', and DuckDB cannot alter a constraint. Its rows are set aside
-    in a temporary table and the table dropped, so install creates it anew; restore_role_catalog() puts the
-    rows back. Returns whether it did (inside install's transaction: all or nothing)."""
-    old = con.execute("SELECT count(*) FROM duckdb_constraints() WHERE database_name = current_database() "
-                      "AND schema_name = current_schema() AND table_name = 'anon_column_roles' AND constraint_type = 'CHECK' "
-                      "AND contains(expression, 'insensitive') AND NOT contains(expression, 'masked')").fetchall()[0][0]
-    if old:
-        con.execute("CREATE OR REPLACE TEMP TABLE __anon_old_column_roles AS SELECT * FROM anon_column_roles")
-        con.execute("DROP TABLE anon_column_roles")
-    return bool(old)
-
-
-def restore_role_catalog(con: duckdb.DuckDBPyConnection) -> None:
-    """The declarations set_aside_old_role_catalog() kept, back in the new anon_column_roles."""
-    con.execute("INSERT INTO anon_column_roles BY NAME SELECT * FROM __anon_old_column_roles")
-    con.execute("DROP TABLE __anon_old_column_roles")
-
-
 def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str = "strict", l: float | None = None,
                l_kind: str = "distinct", c: float = 2, t: float | None = None, key_name: str | None = None,
                max_suppression: float = 0.0, undeclared: str = "error") -> None:

@@ -89,10 +89,11 @@ FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JO
 --                     averaged over the source's rows (0: nothing lost, 1: nothing left);
 --   rows_suppressed   share of the source's rows missing from the release;
 --   items_suppressed  share of the distinct values of the first item column that no released label covers
---                     (neither the value nor one of its ancestors);
+--                     (neither the value, nor one of its ancestors, nor the root '*');
 --   popularity_spearman  Spearman's rank correlation, over those values, of their rows in the source and
---                     the rows released with the value itself (ties take their mean rank); NULL when
---                     either side is constant (say, no value released as itself).
+--                     their released popularity: the released rows whose label covers the value (a value
+--                     generalized to its genre gets the genre's rows). Ties take their mean rank; NULL when
+--                     either side is constant (say, every value released as the root).
 -- km_measures() checks the arguments and passes them on.
 CREATE OR REPLACE MACRO anon_km_measures(source_table, release_table, items, hierarchies) AS TABLE
 WITH
@@ -104,11 +105,14 @@ first_before AS (SELECT COLUMNS([items[1]])::VARCHAR AS v, count(*) AS n FROM qu
 first_after AS (SELECT label AS v, n FROM ncp WHERE col = 0),
 paths AS (SELECT leaf, path FROM anon_hierarchy_leaves('km_measures', anon_hierarchy_sql('km_measures', hierarchies, items))
           WHERE qi = lower(items[1])),
+covers AS (  -- (source value, rows of a released label covering it): the value itself or the root '*' ...
+    SELECT b.v, g.n FROM first_before b JOIN first_after g ON g.v IS NOT DISTINCT FROM b.v OR g.v = '*'
+    UNION ALL  -- ... or an ancestor on its hierarchy path
+    SELECT p.leaf, g.n FROM (SELECT leaf, unnest(path[2:]) AS node FROM paths) p JOIN first_after g ON g.v = p.node
+    WHERE g.v <> '*'),
 covered AS (
-    SELECT b.v, b.n, coalesce(a.n, 0) AS kept,
-           a.n IS NOT NULL OR EXISTS (SELECT 1 FROM paths p JOIN first_after g ON list_contains(p.path, g.v) WHERE p.leaf = b.v)
-           OR EXISTS (SELECT 1 FROM first_after g WHERE g.v = '*') AS covered
-    FROM first_before b LEFT JOIN first_after a ON a.v IS NOT DISTINCT FROM b.v),
+    SELECT b.v, b.n, coalesce(sum(c.n), 0) AS kept, coalesce(sum(c.n), 0) > 0 AS covered
+    FROM first_before b LEFT JOIN covers c ON c.v IS NOT DISTINCT FROM b.v GROUP BY b.v, b.n),
 ranked AS (
     SELECT (rank() OVER (ORDER BY n) + rank() OVER (ORDER BY n) + count(*) OVER (PARTITION BY n) - 1) / 2.0 AS before_rank,
            (rank() OVER (ORDER BY kept) + rank() OVER (ORDER BY kept) + count(*) OVER (PARTITION BY kept) - 1) / 2.0 AS after_rank

@@ -83,6 +83,7 @@ PLAIN_CLIENT_CALLS = {
     "hierarchy_from_parents": "SELECT * FROM hierarchy_from_parents('edges')",
     "km_check": "SELECT * FROM km_check('ratings', 'record_id', ['item'], 2, 2)",
     "km_measures": "SELECT * FROM km_measures('ratings', 'ratings', ['item'])",
+    "table_release_join_check": "SELECT * FROM table_release_join_check('ratings', 'ratings', 'record_id', 'record_id')",
 }
 NEEDS_PYTHON = {"random_walk": "SELECT * FROM random_walk('p', 'age', 'locs', segment_size := 20)",
                 "dp_aggregate": "SELECT * FROM dp_aggregate('p', ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1)",
@@ -287,3 +288,40 @@ def test_a_file_open_in_another_process(tmp_path):
             assert "connect(): argument 'database'" in str(err) and "another process" in str(err)
     finally:
         holder.communicate("", timeout=60)
+
+
+# The catalog tables as an older version created them: their CHECK constraints refuse 'masked' and 'km'.
+OLD_CATALOG = """
+CREATE TABLE anon_column_roles (
+    table_name VARCHAR NOT NULL, column_name VARCHAR NOT NULL,
+    role VARCHAR NOT NULL CHECK (role IN ('identifier', 'quasi_identifier', 'sensitive', 'insensitive')),
+    hierarchy VARCHAR, pseudonymize BOOLEAN NOT NULL DEFAULT false, column_index INTEGER, data_type VARCHAR,
+    PRIMARY KEY (table_name, column_name));
+CREATE TABLE anon_releases (
+    name VARCHAR PRIMARY KEY, source_table VARCHAR NOT NULL,
+    method VARCHAR NOT NULL CHECK (method IN ('policy', 'mondrian')),
+    fingerprint VARCHAR, arguments VARCHAR, created_at TIMESTAMP NOT NULL, rows BIGINT NOT NULL, qis VARCHAR[] NOT NULL,
+    k BIGINT, achieved_k BIGINT, sensitive VARCHAR, achieved_l BIGINT, achieved_t DOUBLE, ncp_percent DOUBLE);
+INSERT INTO anon_column_roles VALUES ('old', 'age', 'quasi_identifier', NULL, false, 1, 'INTEGER');
+INSERT INTO anon_releases VALUES ('old_m', 'old', 'mondrian', NULL, '{"k": 5}', TIMESTAMP '2026-01-02 03:04:05', 40,
+                                  ['age'], 5, 6, NULL, NULL, NULL, 12.5);
+"""
+
+
+def test_install_upgrades_an_older_catalog_keeping_every_row(tmp_path):
+    """A file made by an older version: install re-creates the catalog tables whose constraint refuses a
+    value this version writes (a k^m release, a masked role), and every row stays as it was."""
+    path = str(tmp_path / "old.duckdb")
+    with duckdb.connect(path) as plain:
+        plain.execute(OLD_CATALOG)
+        before = {t: plain.execute(f"SELECT * FROM {t}").fetchall() for t in ("anon_column_roles", "anon_releases")}
+    con = duckdb_anon.connect(path)
+    for table, rows in before.items():  # the old columns hold the old values (later columns are NULL)
+        width = len(rows[0])
+        assert [r[:width] for r in con.execute(f"SELECT * FROM {table}").fetchall()] == rows, table
+    con.execute("CREATE TABLE fr AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
+    duckdb_anon.publish_km(con, "fr", "fr_km", items=["item"], k=3, m=2, person="person")
+    con.execute("CREATE TABLE people AS SELECT range AS id, 'Ann' AS name FROM range(3)")
+    duckdb_anon.declare_role(con, "people", "name", "masked", mask="name")
+    assert con.execute("SELECT name, method FROM anon_releases ORDER BY name").fetchall() == [("fr_km", "km"), ("old_m", "mondrian")]
+    con.close()

@@ -124,6 +124,67 @@ def test_generalized_labels_are_measured_by_the_leaves_they_stand_for(kcon):
     assert loss == pytest.approx(3 / 7) and rows_out == 0 and items_out == 0
 
 
+def mean_ranks(values: list) -> list[float]:
+    """1-based ranks, tied values sharing the mean of their places."""
+    order = sorted(values)
+    first = {}
+    for place, v in enumerate(order, 1):
+        first.setdefault(v, place)
+    return [first[v] + (order.count(v) - 1) / 2 for v in values]
+
+
+def spearman(xs: list, ys: list):
+    """Pearson's correlation of the mean ranks, by hand; None when either side is constant."""
+    rx, ry = mean_ranks(xs), mean_ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sum((a - mx) * (b - my) for a, b in zip(rx, ry)) / (sxx * syy) ** 0.5
+
+
+def released_popularity(source_items: list, released_labels: list) -> tuple[list, list]:
+    """Per distinct source value: its source rows, and the released rows whose label covers it (the value,
+    one of its genres, or the root)."""
+    genre_paths = {str(i): [str(i), g, "*"] for i, g in GENRES.items()}
+    values = sorted(set(source_items), key=repr)
+    before = [source_items.count(v) for v in values]
+    after = [sum(label in ancestors(v, genre_paths) or label == "*" for label in released_labels) for v in values]
+    return before, after
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(0, 9), st.one_of(st.none(), st.integers(0, 6))), min_size=2, max_size=40),
+       k=st.integers(2, 4), m=st.integers(1, 2))
+def test_popularity_spearman_ranks_source_rows_against_the_labels_covering_them(kcon, rows, k, m):
+    kcon.execute("CREATE OR REPLACE TABLE ps AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, unnest(?::INTEGER[]) AS item)",
+                 [[p for p, _ in rows], [i for _, i in rows]])
+    kcon.execute("DROP TABLE IF EXISTS ps_out")
+    km_anonymize(kcon, "ps", person="person", items=["item"], k=k, m=m, hierarchies={"item": "genres"}, into="ps_out")
+    measured = kcon.execute("SELECT popularity_spearman FROM km_measures('ps', 'ps_out', ['item'], "
+                            "hierarchies := {'item': 'genres'})").fetchall()[0][0]
+    source = [None if i is None else str(i) for _, i in rows]
+    released = [r[0] for r in kcon.execute("SELECT item FROM ps_out").fetchall()]
+    expected = spearman(*released_popularity(source, released))
+    assert (measured is None) == (expected is None) and (expected is None or measured == pytest.approx(expected))
+
+
+def test_popularity_spearman_is_defined_when_every_item_is_generalized(kcon):
+    """Items of genre g0 rated by 4, 2 and 2 of 8 people, of g1 by 2 each: at k = 5 none stays itself, g0
+    goes out with 8 rows and g1 with 6; the correlation compares item popularity with genre popularity."""
+    kcon.execute("CREATE OR REPLACE TABLE pg AS SELECT * FROM (VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 1), (5, 1), "
+                 "(6, 2), (7, 2), (0, 3), (1, 4), (2, 5), (3, 3), (4, 4), (5, 5)) t(person, item)")
+    kcon.execute("DROP TABLE IF EXISTS pg_out")
+    km_anonymize(kcon, "pg", person="person", items=["item"], k=5, m=1, hierarchies={"item": "genres"}, into="pg_out")
+    released = [r[0] for r in kcon.execute("SELECT item FROM pg_out").fetchall()]
+    source = [str(i) for (i,) in kcon.execute("SELECT item FROM pg").fetchall()]
+    assert not set(released) & set(source)  # no item released as itself
+    expected = spearman(*released_popularity(source, released))
+    assert expected is not None
+    assert kcon.execute("SELECT popularity_spearman FROM km_measures('pg', 'pg_out', ['item'], "
+                        "hierarchies := {'item': 'genres'})").fetchall()[0][0] == pytest.approx(expected)
+
+
 def test_release_publishes_only_person_items_and_keep_and_follows_the_declared_person(kcon):
     """Fail closed: `note` never goes out; a row whose person is NULL belongs to nobody and is left out."""
     kcon.execute("CREATE OR REPLACE TABLE kp AS SELECT p AS person, p % 2 AS item, 'secret' || p AS note, p * 10 AS extra "
@@ -134,6 +195,39 @@ def test_release_publishes_only_person_items_and_keep_and_follows_the_declared_p
         km_anonymize(kcon, "kp", items=["item"], k=3, m=1, into=name, keep=keep)
         assert [r[0] for r in kcon.execute(f"DESCRIBE {name}").fetchall()] == columns
     assert kcon.execute("SELECT count(*) FROM kp_a").fetchall()[0][0] == 12
+
+
+def test_a_privacy_unit_declared_through_another_table_is_followed(kcon):
+    """Diagnoses reach their patient through visits (two visits a patient): with no person given, the release
+    is k^m over patients, not visits, under visits' person column; a diagnosis whose visit is unknown belongs
+    to nobody and is left out. The SQL entry follows the same link."""
+    kcon.execute("CREATE OR REPLACE TABLE kv AS SELECT v AS visit_id, v // 2 AS pid FROM range(24) a(v)")
+    kcon.execute("CREATE OR REPLACE TABLE kd AS SELECT v AS visit_id, (v * 7 + d) % 5 AS code, 'note' || v AS note "
+                 "FROM range(24) a(v), range(2) b(d) UNION ALL SELECT 99, 1, 'lost'")
+    duckdb_anon.declare_privacy_unit(kcon, "kv", "pid")
+    duckdb_anon.declare_privacy_unit(kcon, "kd", "visit_id", via_table="kv", via_key="visit_id")
+    kcon.execute("DROP TABLE IF EXISTS kd_out")
+    km_anonymize(kcon, "kd", items=["code"], k=4, m=2, into="kd_out")
+    release = kcon.execute("SELECT * FROM kd_out").df()
+    assert list(release.columns) == ["pid", "code"]
+    assert rare_itemsets(release, "pid", ["code"], 4, 2) == []
+    source = kcon.execute("SELECT * FROM kd").df().merge(kcon.execute("SELECT * FROM kv").df(), on="visit_id")
+    assert_covers(source, release, "pid", ["code"], {})
+    assert 0 < len(release) <= 48 and set(release["pid"]) <= set(range(12))
+    via_sql = kcon.execute("SELECT * FROM km_anonymity('kd', ['code'], 4, 2)").fetchall()
+    assert sorted(via_sql) == sorted(kcon.execute("SELECT * FROM kd_out").fetchall())
+    assert kcon.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__anon_km%'").fetchall() == [(0,)]
+    kcon.execute("CREATE OR REPLACE TABLE ke AS SELECT v % 13 AS pid, v % 3 AS code FROM range(60) a(v)")  # the key is the pid
+    kcon.execute("CREATE OR REPLACE TABLE kpat AS SELECT range AS pid FROM range(12)")
+    duckdb_anon.declare_privacy_unit(kcon, "kpat", "pid")
+    duckdb_anon.declare_privacy_unit(kcon, "ke", "pid", via_table="kpat", via_key="pid")
+    kcon.execute("DROP TABLE IF EXISTS ke_out")
+    km_anonymize(kcon, "ke", items=["code"], k=3, m=2, into="ke_out")  # pid 12 is nobody in kpat: left out
+    assert kcon.execute("SELECT max(pid), count(*) FILTER (WHERE pid = 12) FROM ke_out").fetchall() == [(11, 0)]
+    kcon.execute("CREATE OR REPLACE TABLE kd2 AS SELECT visit_id, code, visit_id AS pid FROM kd")  # a pid of its own
+    duckdb_anon.declare_privacy_unit(kcon, "kd2", "visit_id", via_table="kv", via_key="visit_id")
+    with pytest.raises(ValueError, match=r"km_anonymize\(\): argument 'person' is None .*'kv'.'pid'.*privacy_unit_rows"):
+        km_anonymize(kcon, "kd2", items=["code"], k=4, m=2, into="kd2_out")
 
 
 def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
@@ -169,5 +263,9 @@ def test_a_frozen_km_release_is_recorded_with_its_arguments(kcon):
     row = duckdb_anon.publish_km(kcon, "fr", "fr_release", items=["item"], k=3, m=2, person="person")
     assert (row["method"], row["rows"], row["achieved_k"], row["k"]) == ("km", 32, 8, 3)
     assert kcon.execute("SELECT count(*) FROM fr_release").fetchall()[0][0] == 32
-    with pytest.raises(Exception, match="publish_km"):  # a second release of the source is not audited
+    with pytest.raises(Exception, match="publish_km") as err:  # a second release of the source is not audited
         duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person")
+    assert "allow_differencing" in str(err.value) and "id_column" not in str(err.value)  # publish_km has no id_column
+    again = duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person", allow_differencing=True)
+    assert again["previous_release"] == "fr_release" and "without a differencing audit" in again["differencing_warning"]
+    assert "id_column" not in again["differencing_warning"]

@@ -104,6 +104,21 @@ def test_rerelease_bad_input_names_the_argument(con, call, words):
     assert con.execute("SELECT count(*) FROM anon_releases WHERE name = 'm2'").fetchall() == [(0,)]
 
 
+def test_a_km_release_is_not_followed_by_a_rerelease(con):
+    """A k^m release has many rows per person and no classes to keep: refused as `previous`, whether or not
+    the catalog row names a person column, without suggesting an argument publish_km does not take."""
+    con.execute("CREATE TABLE visits AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
+    duckdb_anon.publish_km(con, "visits", "v1", items=["item"], k=3, m=2, person="person")
+    for person_column in (None, "person"):
+        con.execute("UPDATE anon_releases SET person_column = ? WHERE name = 'v1'", [person_column])
+        with pytest.raises(DeclarationError) as err:
+            duckdb_anon.publish_rerelease(con, "visits", "v2")
+        message = str(err.value)
+        assert all(word in message for word in ("publish_rerelease()", "'previous'", "'v1'", "'km'")), message
+        assert "id_column" not in message
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'v2'").fetchall() == [(0,)]
+
+
 step = st.tuples(st.integers(0, 12), st.integers(0, 25), st.integers(0, 6))  # deleted, inserted, moved
 
 

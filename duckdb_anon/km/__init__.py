@@ -8,6 +8,8 @@ sqlglot and run by an engine (``driver.py``); this module checks the arguments a
 """
 from __future__ import annotations
 
+import uuid
+
 import duckdb
 from sqlglot import exp
 
@@ -39,17 +41,33 @@ def _target(fn: str, into) -> exp.Table:
                       catalog=parts[-3] if len(parts) > 2 else None, quoted=True)
 
 
-def declared_person(con: duckdb.DuckDBPyConnection, fn: str, table_name: str) -> str:
-    """The person column of `table_name` from its privacy unit declaration (sql/80_privacy_units.sql)."""
-    found = con.execute("SELECT unit_column, via_table FROM anon_privacy_units WHERE table_name = ?", [table_name]).fetchall()
+def declared_person(con: duckdb.DuckDBPyConnection, fn: str, table_name: str) -> tuple[str, str | None]:
+    """The person column of `table_name` from its privacy unit declaration (sql/80_privacy_units.sql), and
+    None or, for a unit declared through another table, the SELECT giving each row its person under that
+    table's person column name: privacy_unit_rows(), whose join is the one rule of whose rows are whose (a
+    key is not the person when one person holds several keys, visits of a patient say)."""
+    found = con.execute("SELECT u.unit_column, u.via_table, u.via_key, v.unit_column FROM anon_privacy_units u "
+                        "LEFT JOIN anon_privacy_units v ON v.table_name = u.via_table WHERE u.table_name = ?",
+                        [table_name]).fetchall()
     if not found:
         raise ValueError(f"{fn}(): argument 'person' is None and table {table_name!r} has no declared privacy unit: "
                          "name the person column, or declare it with duckdb_anon.declare_privacy_unit()")
-    column, via = found[0]
-    if via is not None:
+    column, via, via_key, person = found[0]
+    if via is None:
+        return column, None
+    if person is None:
         raise ValueError(f"{fn}(): argument 'person' is None and the privacy unit of {table_name!r} is declared through "
-                         f"{via!r}: name the column that identifies the person in {table_name!r}")
-    return column
+                         f"{via!r}, which has no privacy unit of its own: declare it first")
+    rows = f"privacy_unit_rows({exp.Literal.string(table_name).sql('duckdb')})"
+    own = {c.name.lower() for c in DuckDBEngine(con, table_name, fn).columns()}
+    if person.lower() not in own:
+        return person, f"SELECT __anon_unit AS {exp.to_identifier(person, quoted=True).sql('duckdb')}, * EXCLUDE (__anon_unit) FROM {rows}"
+    if column.lower() == via_key.lower() == person.lower():  # the key is the person's own id, under the same name
+        return column, f"SELECT * EXCLUDE (__anon_unit) FROM {rows}"
+    raise ValueError(f"{fn}(): argument 'person' is None and the person of {table_name!r} is {via!r}.{person!r}, a name "
+                     f"{table_name!r} uses for a column of its own: release a view naming it apart, e.g. CREATE VIEW v AS "
+                     f"SELECT __anon_unit AS person_id, * EXCLUDE (__anon_unit) FROM {rows}, "
+                     "then km_anonymize(con, 'v', person='person_id', ...)")
 
 
 def hierarchy_relation(con: duckdb.DuckDBPyConnection, fn: str, hierarchies, items: list[str], name: str) -> tuple[bool, ...]:
@@ -92,8 +110,9 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     hierarchy_intervals, hierarchy_dates, hierarchy_from_parents); a column without one has two levels,
     its value and the root '*'. The release holds the source's rows with the item columns as text labels (a value, or
     a node of its hierarchy), suppressed rows removed, and only `person`, the items and the columns listed
-    in `keep`. `person` (None: the table's declared privacy unit) identifies whose rows are whose; rows
-    without a person are left out. `seed` breaks ties between equally rare labels. `strategy` 'suppress' is
+    in `keep`. `person` (None: the table's declared privacy unit; one declared through another table is
+    followed by privacy_unit_rows(), and the release's person column takes that table's name for it)
+    identifies whose rows are whose; rows without a person are left out. `seed` breaks ties between equally rare labels. `strategy` 'suppress' is
     the baseline that never generalizes: an item stays exact or is suppressed. `stats`, a dict, receives
     what the run did (the person column, rungs, rounds, suppression passes, suppressed (person, label)
     pairs). `_fn`: the public function whose errors these are (km_anonymity(), publish_km())."""
@@ -106,12 +125,25 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     if strategy not in ("generalize", "suppress"):
         raise ValueError(f"{fn}(): argument 'strategy' must be 'generalize' or 'suppress', got {strategy!r}")
     target = _target(fn, into)
-    engine = DuckDBEngine(con, table_name, fn)
-    by_name = {column.name.lower(): column.name for column in engine.columns()}
+    via = None
     if person is None:
-        person = declared_person(con, fn, table_name)
+        person, via = declared_person(con, fn, table_name)
     elif not isinstance(person, str) or not person:
         raise ValueError(f"{fn}(): argument 'person' must be a column name or None, got {person!r}")
+    if via is None:
+        return _release(con, fn, table_name, person, items, k, m, hierarchies, target, into, seed, keep, strategy, stats)
+    units = f"__anon_km_units_{uuid.uuid4().hex[:12]}"  # the rows with their person, read as the table
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {units} AS {via}")
+        return _release(con, fn, units, person, items, k, m, hierarchies, target, into, seed, keep, strategy, stats)
+    finally:
+        con.execute(f"DROP VIEW IF EXISTS temp.main.{units}")
+
+
+def _release(con, fn, table_name, person, items, k, m, hierarchies, target, into, seed, keep, strategy, stats) -> str:
+    """km_anonymize's work once the person column is known: check the columns, run, write `into`."""
+    engine = DuckDBEngine(con, table_name, fn)
+    by_name = {column.name.lower(): column.name for column in engine.columns()}
     for arg, names_ in (("person", [person]), ("items", items), ("keep", keep)):
         for name in names_:
             if name.lower() not in by_name:

@@ -77,34 +77,76 @@ FROM ((SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s,
       (SELECT __anon_cell, {'v': NULL, 'k': COLUMNS(qis)} FROM ranked))
 GROUP BY __anon_cell;
 
--- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
--- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`. `rule` picks the split
--- dimension: 'actual' = widest normalised range of the partition's own values; 'inherited' = widest range
--- of the region the partition was cut from, as the public C and Python implementations do (they reach the
--- published NCP figures). A QI with a hierarchy is cut into the children of the node covering the
--- partition's leaves, its width being that node's share of the leaves (whatever the rule). `model`
--- ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a cut allowable only if every side satisfies it.
-CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
-WITH RECURSIVE
+-- The cells of anon_cells() with their QI keys as one list, __anon_keys, in the order of the qis list (ties
+-- between QIs go to the earliest listed); a NULL in a numeric QI sorts after every value, one table-range
+-- beyond the largest. Both partitioners read their keys from here.
+CREATE OR REPLACE MACRO anon_keyed_cells(fn, table_name, qis, categorical_order, hierarchy_sql, sensitive) AS TABLE
+WITH
 cells AS MATERIALIZED (
     SELECT * FROM anon_cells(table_name, qis, categorical_order, fn := fn, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
 qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
     FROM query_table(table_name) LIMIT 1),
-sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
-    SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
-raw AS MATERIALIZED (  -- keys in the order of the qis list: ties between QIs go to the earliest listed
-    SELECT __anon_cell AS cell, __anon_n AS n, sr.r AS s, list_transform(o.perm, lambda p: t[p]) AS keys
-    FROM (SELECT __anon_cell, __anon_n, __anon_s, [*COLUMNS(qis)] AS t
-          FROM (SELECT __anon_cell, __anon_n, __anon_s, struct_extract(COLUMNS(qis), 'k') FROM cells)) c
-    JOIN sensitive_ranks sr ON sr.s IS NOT DISTINCT FROM c.__anon_s, qi_order o),
-nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range beyond the largest
+raw AS MATERIALIZED (
+    SELECT __anon_cell, list_transform(o.perm, lambda p: t[p]) AS keys
+    FROM (SELECT __anon_cell, [*COLUMNS(qis)] AS t FROM (SELECT __anon_cell, struct_extract(COLUMNS(qis), 'k') FROM cells)) c,
+         qi_order o),
+nulls AS (
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
-          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d)),
+          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d))
+SELECT c.*, list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
+FROM cells c JOIN raw r USING (__anon_cell), nulls;
+
+-- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
+-- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`.
+-- Plain calls (no hierarchy, model or suppression; at most 32 QIs) run the recursion generated from the
+-- level plan (duckdb_anon/levels/macros.py: anon_level_partition_<width>_<mode>_<rule>), the others the
+-- checked recursion below; query() names the one to run from fixed text and escaped literals.
+CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
+SELECT * FROM query(
+    CASE WHEN hierarchy_sql = anon_no_hierarchies() AND sensitive IS NULL AND coalesce(struct_extract(model, 'suppress'), 0) = 0
+              AND anon_level_partitioner(len(qis), mode, rule) IS NOT NULL
+         THEN 'SELECT * FROM ' || anon_level_partitioner(len(qis), mode, rule) || '(' || anon_sql_literal(fn) || ', '
+              || anon_sql_literal(table_name) || ', ' || anon_sql_list(qis) || ', ' || k::BIGINT::VARCHAR || ', '
+              || anon_sql_literal(categorical_order) || ')'
+         ELSE 'SELECT * FROM anon_partition_checked(' || anon_sql_literal(fn) || ', ' || anon_sql_literal(table_name) || ', '
+              || anon_sql_list(qis) || ', ' || k::BIGINT::VARCHAR || ', ' || anon_sql_literal(mode) || ', '
+              || anon_sql_literal(categorical_order) || ', ' || anon_sql_literal(rule) || ', ' || anon_sql_literal(hierarchy_sql)
+              || ', ' || coalesce(anon_sql_literal(sensitive), 'NULL') || ', ' || anon_model_struct_sql(model) || ')' END);
+
+-- The generated partitioner serving `q` QIs in `mode` under split rule `rule`, or NULL when none is
+-- installed (duckdb_anon.levels.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
+-- for split rule 'actual'. Each one costs every install about 10 ms, so the rarer shapes have none).
+CREATE OR REPLACE MACRO anon_level_partitioner(q, mode, rule) AS
+    CASE WHEN q <= 8 THEN 'anon_level_partition_8_' || mode || '_' || rule
+         WHEN q <= 16 AND rule = 'actual' THEN 'anon_level_partition_16_' || mode || '_actual' END;
+
+-- A model STRUCT {'l', 'l_kind', 'c', 't', 'suppress'} written back as SQL text.
+CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
+    '{''l'': ' || coalesce(struct_extract(model, 'l')::VARCHAR, 'NULL') || '::DOUBLE, ''l_kind'': '
+    || coalesce(anon_sql_literal(struct_extract(model, 'l_kind')), 'NULL') || ', ''c'': '
+    || coalesce(struct_extract(model, 'c')::VARCHAR, 'NULL') || '::DOUBLE, ''t'': '
+    || coalesce(struct_extract(model, 't')::VARCHAR, 'NULL') || '::DOUBLE, ''suppress'': '
+    || coalesce(struct_extract(model, 'suppress')::VARCHAR, 'NULL') || '::DOUBLE}';
+
+-- The checked recursion: `rule` picks the split dimension: 'actual' = widest normalised range of the
+-- partition's own values; 'inherited' = widest range of the region the partition was cut from, as the
+-- public C and Python implementations do (they reach the published NCP figures). A QI with a hierarchy is
+-- cut into the children of the node covering the partition's leaves, its width being that node's share of
+-- the leaves (whatever the rule). `model` ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a
+-- cut allowable only if every side satisfies it.
+CREATE OR REPLACE MACRO anon_partition_checked(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive,
+                                               model) AS TABLE
+WITH RECURSIVE
+cells AS MATERIALIZED (
+    SELECT * FROM anon_keyed_cells(fn, table_name, qis, categorical_order, hierarchy_sql, sensitive)),
+sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
+    SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
 keyed AS MATERIALIZED (
-    SELECT cell, n, s, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls),
+    SELECT __anon_cell AS cell, __anon_n AS n, sr.r AS s, __anon_keys AS keys
+    FROM cells c JOIN sensitive_ranks sr ON sr.s IS NOT DISTINCT FROM c.__anon_s),
 vranks AS MATERIALIZED (  -- relaxed mode only: the cell's place in QI-vector order, for sharing ties
     SELECT cell, row_number() OVER (ORDER BY keys, cell) AS vrank FROM keyed WHERE mode = 'relaxed'),
 hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
@@ -309,7 +351,7 @@ parts(cell, off, n, part, step, blo, bhi, budget) USING KEY (cell, off) AS (
                  {'side': 1, 'skip': lefts::BIGINT, 'n': (n - lefts)::BIGINT}]) AS t(piece)
     WHERE piece.n > 0)
 )
-SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
+SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p
 JOIN cells c ON c.__anon_cell = p.cell;
 

@@ -39,8 +39,26 @@ class _AsWritten(Plan):
         return text
 
 
+def as_written(*rules) -> Plan:
+    """The plan of `rules` (Plan's arguments) writing DuckDB text over its placeholder names."""
+    return _AsWritten(*rules)
+
+
+def recursion(plan: Plan, first: str) -> str:
+    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): the pieces of every partition
+    cut to the end, from the state `first` (a SELECT) on. Each iteration is one level of the driver:
+    ``plan.level`` decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their
+    pieces; USING KEY (cell, off) keeps each piece's latest row, so the pieces no longer cut stay as they
+    were. Columns: cell, off, n, part and the plan's state columns."""
+    return f"""parts USING KEY (cell, off) AS (
+    {first}
+    UNION ALL
+    (WITH state AS (SELECT * FROM parts), decided AS ({plan.level("state", "span")})
+     SELECT * FROM ({plan.cut("state", "decided")})))"""
+
+
 def _body(width: int, mode: str, rule: str) -> str:
-    plan = _AsWritten(tuple(QI(f"__k{d}", NUMERIC) for d in range(width)), _K, mode, rule, "appearance", "duckdb",
+    plan = as_written(tuple(QI(f"__k{d}", NUMERIC) for d in range(width)), _K, mode, rule, "appearance", "duckdb",
                       "quantile")  # medians: quantiles for cells of one row, running sums for the others
     keys = ", ".join(f"coalesce(__anon_keys[{d + 1}], 0)::DOUBLE AS k{d}" for d in range(width))
     text = f"""
@@ -48,11 +66,7 @@ WITH RECURSIVE
 keyed_cells AS MATERIALIZED (SELECT * FROM anon_keyed_cells(fn, table_name, qis, categorical_order, NULL, NULL)),
 cells AS MATERIALIZED (SELECT __anon_cell AS cell, __anon_n AS n, {keys} FROM keyed_cells),
 span AS MATERIALIZED ({plan.span("cells")}),
-parts USING KEY (cell, off) AS (
-    {plan.root("cells", "span")}
-    UNION ALL
-    (WITH state AS (SELECT * FROM parts), decided AS ({plan.level("state", "span")})
-     SELECT * FROM ({plan.cut("state", "decided")})))
+{recursion(plan, plan.root("cells", "span"))}
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
     return text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")

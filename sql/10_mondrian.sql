@@ -59,23 +59,30 @@ ordered AS (  -- per QI an order key before ranking: the value, or the category'
                                        || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
                                        || ', a value of the column'))::DOUBLE
                    WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
-                   WHEN categorical_order = 'value' THEN dense_rank() OVER (ORDER BY COLUMNS(qis) NULLS LAST)
-                   ELSE min(__anon_cell) OVER (PARTITION BY COLUMNS(qis)) END}
+                   -- each window orders by a constant where its rank is not used (a number, the other
+                   -- order), so only the categories' windows sort
+                   WHEN categorical_order = 'value'
+                   THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
+                                                         THEN COLUMNS(qis) END NULLS LAST)
+                   ELSE min(__anon_cell) OVER (PARTITION BY CASE WHEN categorical_order = 'appearance'
+                                                                      AND NOT anon_is_numeric(COLUMNS(qis))
+                                                                 THEN COLUMNS(qis) END) END}
     FROM grouped LEFT JOIN hier ON true),
 ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1
     SELECT __anon_cell,
         CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
              THEN struct_extract(COLUMNS(qis), 'f')
              ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END
-    FROM ordered)
--- Pair each QI's value with its key under the QI's name. Two different COLUMNS() cannot meet in one
--- expression, so the halves come from a union by name and meet in a GROUP BY.
-SELECT __anon_cell, any_value(__anon_n) AS __anon_n, any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s,
-       {'v': any_value(struct_extract(COLUMNS(qis), 'v')), 'k': any_value(struct_extract(COLUMNS(qis), 'k'))}
-FROM ((SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s, {'v': COLUMNS(qis), 'k': NULL::DOUBLE} FROM grouped)
-      UNION ALL BY NAME
-      (SELECT __anon_cell, {'v': NULL, 'k': COLUMNS(qis)} FROM ranked))
-GROUP BY __anon_cell;
+    FROM ordered),
+keys AS (  -- the keys as one list, and the QIs' names in the same order (COLUMNS(list) expands in the
+           -- table's column order)
+    SELECT __anon_cell, [*COLUMNS(qis)] AS keys, list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q)) AS names
+    FROM ranked)
+-- Pair each QI's value with its key under the QI's name (two different COLUMNS() cannot meet in one
+-- expression; the keys' list can).
+SELECT g.__anon_cell, g.__anon_n, row(*COLUMNS(qis)) AS __anon_key, g.__anon_s,
+       {'v': COLUMNS(qis), 'k': k.keys[list_position(k.names, lower(alias(COLUMNS(qis))))]}
+FROM grouped g JOIN keys k USING (__anon_cell);
 
 -- The cells of anon_cells() with their QI keys as one list, __anon_keys, in the order of the qis list (ties
 -- between QIs go to the earliest listed); a NULL in a numeric QI sorts after every value, one table-range

@@ -20,6 +20,7 @@ about 0.1 s per macro at every install); k enters as the macro's parameter ``__a
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from duckdb_anon.engines.base import NUMERIC, QI
@@ -69,7 +70,11 @@ span AS MATERIALIZED ({plan.span("cells")}),
 {recursion(plan, plan.root("cells", "span"))}
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
-    return text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")
+    text = text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")
+    leftover = re.search(r".{0,40}\d{8,}", text)
+    if leftover:  # k entered the text in a form not replaced above: never install such a macro
+        raise AssertionError(f"levels/macros.py: the plan writes k in a form the macro cannot take: {leftover.group()}")
+    return text
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,9 @@
 --   anon_partition  the level-synchronous recursion: every iteration splits every splittable partition once.
 --                   A partition is named by its offset in a virtual ordering of the rows (each piece of a
 --                   cut starts at the parent's offset plus the rows of the pieces before it), so names
---                   never collide. A hierarchical QI cuts into several pieces (the covering node's children).
+--                   never collide. Plain calls run the recursion generated from the level plan
+--                   (duckdb_anon/levels/macros.py); anon_partition_checked, below, serves hierarchies (a
+--                   hierarchical QI cuts into the covering node's children), models and suppression.
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
@@ -127,7 +129,8 @@ SELECT * FROM query(
 -- installed (duckdb_anon.levels.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
 -- for split rule 'actual'. Each one costs every install about 10 ms, so the rarer shapes have none).
 CREATE OR REPLACE MACRO anon_level_partitioner(q, mode, rule) AS
-    CASE WHEN q <= 8 THEN 'anon_level_partition_8_' || mode || '_' || rule
+    CASE WHEN mode NOT IN ('strict', 'relaxed') OR rule NOT IN ('actual', 'inherited') THEN NULL  -- names from known words only
+         WHEN q <= 8 THEN 'anon_level_partition_8_' || mode || '_' || rule
          WHEN q <= 16 AND rule = 'actual' THEN 'anon_level_partition_16_' || mode || '_actual' END;
 
 -- A model STRUCT {'l', 'l_kind', 'c', 't', 'suppress'} written back as SQL text.

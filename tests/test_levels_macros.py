@@ -149,6 +149,7 @@ def test_every_shape_the_dispatcher_names_is_installed(cons):
                 if name is not None:  # a shape holds at least the call's QIs
                     assert int(name.split("_")[3]) >= q
     assert con.execute("SELECT anon_level_partitioner(8, 'strict', 'actual')").fetchall()[0][0] is not None
+    assert con.execute("SELECT anon_level_partitioner(2, 'strict''; --', 'actual')").fetchall()[0][0] is None
 
 
 def test_generated_names_are_refused_as_table_names(cons):

@@ -3,12 +3,16 @@
     python bench/bench_mondrian.py            # 30k, 300k, 1M, 10M rows
     python bench/bench_mondrian.py 30162 1000000
     python bench/bench_mondrian.py 30162 --engines sql levels   # mondrian() and duckdb_anon.levels side by side
+    python bench/bench_mondrian.py 30162 300000 1000000 --modes strict --engines sql levels floor
 
 Scaled tables sample Adult rows with replacement (deterministic hash of the row number) and jitter the two
 numeric QIs by -1, 0 or +1. Each run happens in a fresh subprocess so peak memory (ru_maxrss) is its own;
-the 10M-row run uses SET memory_limit = '2GB' and spills to a temporary folder. Prints a Markdown table.
+the 10M-row run uses SET memory_limit = '2GB' and spills to a temporary folder. The engine 'floor' is no
+anonymization, the least any engine could take: a plain GROUP BY over the QIs counting the rows, written
+to a table. Prints a Markdown table, with the machine's load average before and after.
 """
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -51,16 +55,19 @@ def measure(n, mode, engine, spill):
         con.execute("SET temp_directory = ?", [spill])
     qis = "[" + ", ".join(f"'{q}'" for q in ADULT_QIS) + "]"
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if engine == "sql":
         con.execute(f"CREATE TEMP TABLE rel AS SELECT * FROM mondrian('{table}', {qis}, 10, '{mode}')")
+    elif engine == "floor":
+        con.execute(f"CREATE TEMP TABLE rel AS SELECT {', '.join(ADULT_QIS)}, count(*) AS n FROM {table} GROUP BY ALL")
     else:
         levels.mondrian(con, table, ADULT_QIS, 10, into="rel", mode=mode)
-    took = time.perf_counter() - started
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    achieved = con.execute(f"SELECT achieved_k FROM release_measures('rel', {qis})").fetchall()[0][0]
+    achieved = (None if engine == "floor" else
+                con.execute(f"SELECT achieved_k FROM release_measures('rel', {qis})").fetchall()[0][0])
     con.close()
-    return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
+    return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "cpu": cpu, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
             "achieved_k": achieved}
 
 
@@ -69,19 +76,31 @@ def main():
         print(json.dumps(one(int(sys.argv[2]), sys.argv[3], sys.argv[4])))
         return
     args = sys.argv[1:]
-    engines = args[args.index("--engines") + 1:] if "--engines" in args else ["sql"]
-    sizes = [int(a) for a in (args[:args.index("--engines")] if "--engines" in args else args)] or SIZES
-    print("| rows | mode | engine | wall time (s) | peak RSS (MB) | achieved k |")
-    print("|---:|---|---|---:|---:|---:|")
+    engines = _option(args, "--engines") or ["sql"]
+    modes = _option(args, "--modes") or ["strict", "relaxed"]
+    sizes = [int(a) for a in args if a.isdigit()] or SIZES
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    print("| rows | mode | engine | wall time (s) | CPU time (s, both cores) | peak RSS (MB) | achieved k |")
+    print("|---:|---|---|---:|---:|---:|---:|")
     for n in sizes:
-        for mode in ("strict", "relaxed"):
+        for mode in modes:
             for engine in engines:
                 out = subprocess.run([sys.executable, __file__, "--one", str(n), mode, engine], capture_output=True, text=True)
                 if out.returncode != 0:
-                    print(f"| {n:,} | {mode} | {engine} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | |", flush=True)
+                    print(f"| {n:,} | {mode} | {engine} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | | |", flush=True)
                     continue
                 r = json.loads(out.stdout.strip().splitlines()[-1])
-                print(f"| {n:,} | {mode} | {engine} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k']} |", flush=True)
+                print(f"| {n:,} | {mode} | {engine} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k'] or '--'} |",
+                      flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+def _option(args, name):
+    """The values after `name` up to the next option (empty when absent)."""
+    if name not in args:
+        return []
+    rest = args[args.index(name) + 1:]
+    return [a for a in rest[:next((i for i, a in enumerate(rest) if a.startswith("--")), len(rest))] if not a.isdigit()]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
 --   anon_partition  the level-synchronous recursion: every iteration splits every splittable partition once.
 --                   A partition is named by its offset in a virtual ordering of the rows (each piece of a
 --                   cut starts at the parent's offset plus the rows of the pieces before it), so names
---                   never collide. A hierarchical QI cuts into several pieces (the covering node's children).
+--                   never collide. Plain calls run the recursion generated from the level plan
+--                   (duckdb_anon/levels/macros.py); anon_partition_checked, below, serves hierarchies (a
+--                   hierarchical QI cuts into the covering node's children), models and suppression.
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
@@ -74,52 +76,102 @@ ordered AS (  -- per QI an order key before ranking: the value, or the category'
                                        || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
                                        || ', a value of the column'))::DOUBLE
                    WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
-                   WHEN categorical_order = 'value' THEN dense_rank() OVER (ORDER BY COLUMNS(qis) NULLS LAST)
-                   ELSE min(__anon_cell) OVER (PARTITION BY COLUMNS(qis)) END}
+                   -- each window orders by a constant where its rank is not used (a number, the other
+                   -- order), so only the categories' windows sort
+                   WHEN categorical_order = 'value'
+                   THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
+                                                         THEN COLUMNS(qis) END NULLS LAST)
+                   ELSE min(__anon_cell) OVER (PARTITION BY CASE WHEN categorical_order = 'appearance'
+                                                                      AND NOT anon_is_numeric(COLUMNS(qis))
+                                                                 THEN COLUMNS(qis) END) END}
     FROM grouped LEFT JOIN hier ON true),
 ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1
     SELECT __anon_cell,
         CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
              THEN struct_extract(COLUMNS(qis), 'f')
              ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END
-    FROM ordered)
--- Pair each QI's value with its key under the QI's name. Two different COLUMNS() cannot meet in one
--- expression, so the halves come from a union by name and meet in a GROUP BY.
-SELECT __anon_cell, any_value(__anon_n) AS __anon_n, any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s,
-       {'v': any_value(struct_extract(COLUMNS(qis), 'v')), 'k': any_value(struct_extract(COLUMNS(qis), 'k'))}
-FROM ((SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s, {'v': COLUMNS(qis), 'k': NULL::DOUBLE} FROM grouped)
-      UNION ALL BY NAME
-      (SELECT __anon_cell, {'v': NULL, 'k': COLUMNS(qis)} FROM ranked))
-GROUP BY __anon_cell;
+    FROM ordered),
+keys AS (  -- the keys as one list, and the QIs' names in the same order (COLUMNS(list) expands in the
+           -- table's column order)
+    SELECT __anon_cell, [*COLUMNS(qis)] AS keys, list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q)) AS names
+    FROM ranked)
+-- Pair each QI's value with its key under the QI's name (two different COLUMNS() cannot meet in one
+-- expression; the keys' list can).
+SELECT g.__anon_cell, g.__anon_n, row(*COLUMNS(qis)) AS __anon_key, g.__anon_s,
+       {'v': COLUMNS(qis), 'k': k.keys[list_position(k.names, lower(alias(COLUMNS(qis))))]}
+FROM grouped g JOIN keys k USING (__anon_cell);
 
--- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
--- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`. `rule` picks the split
--- dimension: 'actual' = widest normalised range of the partition's own values; 'inherited' = widest range
--- of the region the partition was cut from, as the public C and Python implementations do (they reach the
--- published NCP figures). A QI with a hierarchy is cut into the children of the node covering the
--- partition's leaves, its width being that node's share of the leaves (whatever the rule). `model`
--- ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a cut allowable only if every side satisfies it.
-CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
-WITH RECURSIVE
+-- The cells of anon_cells() with their QI keys as one list, __anon_keys, in the order of the qis list (ties
+-- between QIs go to the earliest listed); a NULL in a numeric QI sorts after every value, one table-range
+-- beyond the largest. Both partitioners read their keys from here.
+CREATE OR REPLACE MACRO anon_keyed_cells(fn, table_name, qis, categorical_order, hierarchy_sql, sensitive) AS TABLE
+WITH
 cells AS MATERIALIZED (
     SELECT * FROM anon_cells(table_name, qis, categorical_order, fn := fn, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
 qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
     FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 1),
-sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
-    SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
-raw AS MATERIALIZED (  -- keys in the order of the qis list: ties between QIs go to the earliest listed
-    SELECT __anon_cell AS cell, __anon_n AS n, sr.r AS s, list_transform(o.perm, lambda p: t[p]) AS keys
-    FROM (SELECT __anon_cell, __anon_n, __anon_s, [*COLUMNS(qis)] AS t
-          FROM (SELECT __anon_cell, __anon_n, __anon_s, struct_extract(COLUMNS(qis), 'k') FROM cells)) c
-    JOIN sensitive_ranks sr ON sr.s IS NOT DISTINCT FROM c.__anon_s, qi_order o),
-nulls AS (  -- NULL in a numeric QI sorts after every value, one table-range beyond the largest
+raw AS MATERIALIZED (
+    SELECT __anon_cell, list_transform(o.perm, lambda p: t[p]) AS keys
+    FROM (SELECT __anon_cell, [*COLUMNS(qis)] AS t FROM (SELECT __anon_cell, struct_extract(COLUMNS(qis), 'k') FROM cells)) c,
+         qi_order o),
+nulls AS (
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
-          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d)),
+          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d))
+SELECT c.*, list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
+FROM cells c JOIN raw r USING (__anon_cell), nulls;
+
+-- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
+-- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`.
+-- Plain calls (no hierarchy, model or suppression; at most 32 QIs) run the recursion generated from the
+-- level plan (duckdb_anon/levels/macros.py: anon_level_partition_<width>_<mode>_<rule>), the others the
+-- checked recursion below; query() names the one to run from fixed text and escaped literals.
+CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
+SELECT * FROM query(
+    CASE WHEN hierarchy_sql = anon_no_hierarchies() AND sensitive IS NULL AND coalesce(struct_extract(model, 'suppress'), 0) = 0
+              AND anon_level_partitioner(len(qis), mode, rule) IS NOT NULL
+         THEN 'SELECT * FROM ' || anon_level_partitioner(len(qis), mode, rule) || '(' || anon_sql_literal(fn) || ', '
+              || anon_sql_literal(table_name) || ', ' || anon_sql_list(qis) || ', ' || k::BIGINT::VARCHAR || ', '
+              || anon_sql_literal(categorical_order) || ')'
+         ELSE 'SELECT * FROM anon_partition_checked(' || anon_sql_literal(fn) || ', ' || anon_sql_literal(table_name) || ', '
+              || anon_sql_list(qis) || ', ' || k::BIGINT::VARCHAR || ', ' || anon_sql_literal(mode) || ', '
+              || anon_sql_literal(categorical_order) || ', ' || anon_sql_literal(rule) || ', ' || anon_sql_literal(hierarchy_sql)
+              || ', ' || coalesce(anon_sql_literal(sensitive), 'NULL') || ', ' || anon_model_struct_sql(model) || ')' END);
+
+-- The generated partitioner serving `q` QIs in `mode` under split rule `rule`, or NULL when none is
+-- installed (duckdb_anon.levels.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
+-- for split rule 'actual'. Each one costs every install about 10 ms, so the rarer shapes have none).
+CREATE OR REPLACE MACRO anon_level_partitioner(q, mode, rule) AS
+    CASE WHEN mode NOT IN ('strict', 'relaxed') OR rule NOT IN ('actual', 'inherited') THEN NULL  -- names from known words only
+         WHEN q <= 8 THEN 'anon_level_partition_8_' || mode || '_' || rule
+         WHEN q <= 16 AND rule = 'actual' THEN 'anon_level_partition_16_' || mode || '_actual' END;
+
+-- A model STRUCT {'l', 'l_kind', 'c', 't', 'suppress'} written back as SQL text.
+CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
+    '{''l'': ' || coalesce(struct_extract(model, 'l')::VARCHAR, 'NULL') || '::DOUBLE, ''l_kind'': '
+    || coalesce(anon_sql_literal(struct_extract(model, 'l_kind')), 'NULL') || ', ''c'': '
+    || coalesce(struct_extract(model, 'c')::VARCHAR, 'NULL') || '::DOUBLE, ''t'': '
+    || coalesce(struct_extract(model, 't')::VARCHAR, 'NULL') || '::DOUBLE, ''suppress'': '
+    || coalesce(struct_extract(model, 'suppress')::VARCHAR, 'NULL') || '::DOUBLE}';
+
+-- The checked recursion: `rule` picks the split dimension: 'actual' = widest normalised range of the
+-- partition's own values; 'inherited' = widest range of the region the partition was cut from, as the
+-- public C and Python implementations do (they reach the published NCP figures). A QI with a hierarchy is
+-- cut into the children of the node covering the partition's leaves, its width being that node's share of
+-- the leaves (whatever the rule). `model` ({'l', 'l_kind', 'c', 't'}) with a `sensitive` column makes a
+-- cut allowable only if every side satisfies it.
+CREATE OR REPLACE MACRO anon_partition_checked(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive,
+                                               model) AS TABLE
+WITH RECURSIVE
+cells AS MATERIALIZED (
+    SELECT * FROM anon_keyed_cells(fn, table_name, qis, categorical_order, hierarchy_sql, sensitive)),
+sensitive_ranks AS MATERIALIZED (  -- the sensitive values in value order (NULL last), as the measures rank them
+    SELECT __anon_s AS s, sum(__anon_n) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM cells GROUP BY __anon_s),
 keyed AS MATERIALIZED (
-    SELECT cell, n, s, list_transform(keys, lambda x, i: coalesce(x, fill[i])) AS keys FROM raw, nulls),
+    SELECT __anon_cell AS cell, __anon_n AS n, sr.r AS s, __anon_keys AS keys
+    FROM cells c JOIN sensitive_ranks sr ON sr.s IS NOT DISTINCT FROM c.__anon_s),
 vranks AS MATERIALIZED (  -- relaxed mode only: the cell's place in QI-vector order, for sharing ties
     SELECT cell, row_number() OVER (ORDER BY keys, cell) AS vrank FROM keyed WHERE mode = 'relaxed'),
 hierarchies AS MATERIALIZED (  -- per QI in list order: its hierarchy's nodes and leaf count (NULL: none)
@@ -324,7 +376,7 @@ parts(cell, off, n, part, step, blo, bhi, budget) USING KEY (cell, off) AS (
                  {'side': 1, 'skip': lefts::BIGINT, 'n': (n - lefts)::BIGINT}]) AS t(piece)
     WHERE piece.n > 0)
 )
-SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n)
+SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p
 JOIN cells c ON c.__anon_cell = p.cell;
 

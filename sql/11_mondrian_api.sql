@@ -50,7 +50,13 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
 -- The names of the relations mondrian()'s macros define inside (10_mondrian.sql): a user table of one of these
 -- names is shadowed by them inside DuckDB's binding, so mondrian() refuses it rather than misread it.
 CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
-    ['candidates', 'cells', 'decisions', 'failed', 'freq', 'grouped', 'hier', 'hierarchies', 'keyed', 'labels', 'leaf_ancestors', 'located', 'medians', 'nulls', 'ordered', 'parts', 'pieces', 'placed', 'plain_labels', 'qi_order', 'qi_types', 'ranked', 'raw', 'regions', 'row_medians', 'row_sizes', 'sensitive_ranks', 'shares', 'side_checks', 'sides', 'span', 'state', 'table_dist', 'tied', 'vranks', 'widest'];
+    ['attempt', 'candidates', 'cands', 'cells', 'decided', 'decisions', 'every_ranked', 'failed', 'fallback',
+     'freq', 'grouped', 'hier', 'hierarchies', 'joined', 'keyed', 'keyed_cells', 'labels', 'leaf_ancestors',
+     'located', 'medians', 'nulls', 'ordered', 'others', 'others_freq', 'others_keyed', 'others_median',
+     'others_running', 'others_unit_split', 'parts', 'pieces', 'placed', 'plain_labels', 'qi_order', 'qi_types',
+     'ranked', 'raw', 'regions', 'row_medians', 'row_sizes', 'sensitive_ranks', 'shared', 'shares', 'side_checks',
+     'sides', 'span', 'state', 'table_dist', 'tied', 'tried', 'tried_freq', 'tried_keyed', 'tried_median',
+     'tried_running', 'tried_unit_split', 'vranks', 'widest'];
 
 CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
                                            hierarchies, sensitive, l, l_kind, c, t, max_suppression) AS

@@ -11,7 +11,13 @@ from functools import lru_cache
 from duckdb_anon.engines.base import CATEGORICAL, QI, Engine, Names
 from duckdb_anon.levels.checked import CheckedPlan
 from duckdb_anon.levels.models import NO_MODELS, Models
+from duckdb_anon.levels.macros import as_written, recursion
 from duckdb_anon.levels.plan import Plan
+
+# On DuckDB, a state of at most this many pieces is cut to the end in one recursive statement (the levels
+# of mondrian()'s macro): each level run as statements of its own costs DuckDB 30-50 ms of planning and
+# materializing whatever its size, while larger states keep one level per statement, which bounds memory.
+FINISH_PIECES = 1_000_000
 
 
 def make_plan(qis, k, mode, rule, categorical_order, dialect, medians="running", models=NO_MODELS) -> Plan:
@@ -131,9 +137,15 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     elif stepwise:
         cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
     step(state, query("root", cells, span))
-    level = 0
+    pieces, level = distinct, 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
+        if loop is engine and engine.dialect == "duckdb" and not (checked or hierarchies) and pieces <= FINISH_PIECES:
+            engine.begin(f"levels {level} and on")
+            rest = recursion(as_written(*rules, medians), f"SELECT * FROM {state}")
+            engine.append(names.real(final), names.real(f"WITH RECURSIVE span AS (SELECT * FROM {span}), {rest} "
+                                                        "SELECT cell, off, n, part FROM parts"))
+            break
         loop.begin(f"level {level}")
         if checked:  # every cut judged at once, its sides counted
             step(cands, query("candidates", state, span))
@@ -154,6 +166,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
         step(following, query("cut", state, decided, *([sides] if checked else [])))
         state, following = following, state
+        pieces = loop.count(names.real(state))
     labels = names("labels")
     engine.begin("labels")
     if loop is not engine:

@@ -1,0 +1,86 @@
+"""mondrian()'s recursion, generated from the level plan: the level driver's queries as one recursive macro.
+
+The level driver (driver.py) runs each level of ``plan.Plan`` as its own statements. Here the same
+queries -- the root state, one level's decisions and its cut -- become the body of one ``WITH RECURSIVE``
+with ``USING KEY (cell, off)``: each iteration reads the pieces the last one moved, decides their
+partitions' cuts and emits the new pieces, and a piece no longer moved keeps its last row. So the rules
+are written once, in plan.py, for the driver, Spark and the pure-SQL ``mondrian()``.
+
+A macro cannot know at install time how many QIs a call has, and the plan gives each QI a column of its
+own (scalar columns are what make it fast: a list of keys per cell, unnested every level, cost the
+hand-written recursion 3-4 times as much). So each macro has a fixed number of key columns (SHAPES);
+a call with fewer QIs fills the other columns with 0, a constant no level ever cuts (its keys never
+differ). Creating a macro costs every install 5-30 ms (DuckDB parses and checks its 6-37 kB), so only
+the common shapes have one. ``anon_partition`` (sql/10_mondrian.sql) calls the macro of the call's shape,
+and the checked recursion when there is none or when a hierarchy, a model or suppression is asked for
+(the plan does not have those rules yet).
+
+The plan's text is DuckDB SQL already, so the macros take it as written (sqlglot's round trip would cost
+about 0.1 s per macro at every install); k enters as the macro's parameter ``__anon_k``.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from duckdb_anon.engines.base import NUMERIC, QI
+from duckdb_anon.levels.plan import Plan
+
+# (key columns, mode, split rule): the shapes anon_level_partitioner (sql/10_mondrian.sql) calls
+SHAPES = tuple((8, mode, rule) for mode in ("strict", "relaxed") for rule in ("actual", "inherited")) + (
+    (16, "strict", "actual"), (16, "relaxed", "actual"))
+_K = 987654321  # a stand-in for k while the plan writes its text, replaced by the macro's parameter
+
+
+class _AsWritten(Plan):
+    """The plan's queries as it writes them, over the CTE names it uses as placeholders."""
+
+    def sql(self, text, source=None, columns=None, **tables):
+        assert source is None and columns is None and all(name == real for name, real in tables.items())
+        return text
+
+
+def as_written(*rules) -> Plan:
+    """The plan of `rules` (Plan's arguments) writing DuckDB text over its placeholder names."""
+    return _AsWritten(*rules)
+
+
+def recursion(plan: Plan, first: str) -> str:
+    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): the pieces of every partition
+    cut to the end, from the state `first` (a SELECT) on. Each iteration is one level of the driver:
+    ``plan.level`` decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their
+    pieces; USING KEY (cell, off) keeps each piece's latest row, so the pieces no longer cut stay as they
+    were. Columns: cell, off, n, part and the plan's state columns."""
+    return f"""parts USING KEY (cell, off) AS (
+    {first}
+    UNION ALL
+    (WITH state AS (SELECT * FROM parts), decided AS ({plan.level("state", "span")})
+     SELECT * FROM ({plan.cut("state", "decided")})))"""
+
+
+def _body(width: int, mode: str, rule: str) -> str:
+    plan = as_written(tuple(QI(f"__k{d}", NUMERIC) for d in range(width)), _K, mode, rule, "appearance", "duckdb",
+                      "quantile")  # medians: quantiles for cells of one row, running sums for the others
+    keys = ", ".join(f"coalesce(__anon_keys[{d + 1}], 0)::DOUBLE AS k{d}" for d in range(width))
+    text = f"""
+WITH RECURSIVE
+keyed_cells AS MATERIALIZED (SELECT * FROM anon_keyed_cells(fn, table_name, qis, categorical_order, NULL, NULL)),
+cells AS MATERIALIZED (SELECT __anon_cell AS cell, __anon_n AS n, {keys} FROM keyed_cells),
+span AS MATERIALIZED ({plan.span("cells")}),
+{recursion(plan, plan.root("cells", "span"))}
+SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
+FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
+    text = text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")
+    leftover = re.search(r".{0,40}\d{8,}", text)
+    if leftover:  # k entered the text in a form not replaced above: never install such a macro
+        raise AssertionError(f"levels/macros.py: the plan writes k in a form the macro cannot take: {leftover.group()}")
+    return text
+
+
+@lru_cache(maxsize=1)
+def partition_macros() -> tuple[str, ...]:
+    """The CREATE MACRO statements of the generated partitioners, rendered once per process."""
+    return tuple(
+        f"CREATE OR REPLACE MACRO anon_level_partition_{width}_{mode}_{rule}(fn, table_name, qis, __anon_k, "
+        f"categorical_order) AS TABLE {_body(width, mode, rule)};"
+        for width, mode, rule in SHAPES)

@@ -31,8 +31,19 @@ CREATE TABLE IF NOT EXISTS anon_table_releases (
 -- without an event, and the rows of the join. Reads only the release (any client).
 CREATE OR REPLACE MACRO table_release_join_check(persons_table, events_table, person_column, events_person_column) AS TABLE
 WITH
-p AS (SELECT COLUMNS([person_column])::VARCHAR AS pseudonym FROM query_table(persons_table)),
-e AS (SELECT COLUMNS([events_person_column])::VARCHAR AS pseudonym FROM query_table(events_table))
-SELECT (SELECT count(*) FROM e WHERE pseudonym IS NULL OR pseudonym NOT IN (SELECT pseudonym FROM p WHERE pseudonym IS NOT NULL)) AS dangling_events,
-       (SELECT count(*) FROM p WHERE pseudonym NOT IN (SELECT pseudonym FROM e WHERE pseudonym IS NOT NULL)) AS persons_without_events,
-       (SELECT count(*) FROM e JOIN p USING (pseudonym)) AS joined_rows;
+__anon_checks AS (  -- each table readable and holding its person column, or an error naming the argument
+    SELECT p.ok AND e.ok AS ok
+    FROM anon_require_columns('table_release_join_check', 'person_column', persons_table, [person_column],
+                              table_arg := 'persons_table') p,
+         anon_require_columns('table_release_join_check', 'events_person_column', events_table, [events_person_column],
+                              table_arg := 'events_table') e),
+-- internal CTE names: a user table called p or e must not be read in place of the release
+__anon_persons AS (SELECT COLUMNS([person_column])::VARCHAR AS pseudonym
+                   FROM anon_read(persons_table, [person_column]) WHERE (SELECT ok FROM __anon_checks)),
+__anon_events AS (SELECT COLUMNS([events_person_column])::VARCHAR AS pseudonym
+                  FROM anon_read(events_table, [events_person_column]) WHERE (SELECT ok FROM __anon_checks))
+SELECT (SELECT count(*) FROM __anon_events WHERE pseudonym IS NULL
+            OR pseudonym NOT IN (SELECT pseudonym FROM __anon_persons WHERE pseudonym IS NOT NULL)) AS dangling_events,
+       (SELECT count(*) FROM __anon_persons
+            WHERE pseudonym NOT IN (SELECT pseudonym FROM __anon_events WHERE pseudonym IS NOT NULL)) AS persons_without_events,
+       (SELECT count(*) FROM __anon_events JOIN __anon_persons USING (pseudonym)) AS joined_rows;

@@ -153,6 +153,9 @@ BAD_INPUTS = [
     ("SELECT * FROM dp_bounded_aggregates('t', ['zip'], max_groups_contributed := 0, privacy_unit_column := 'id')",
      "dp_bounded_aggregates", "max_groups_contributed"),
     ("SELECT * FROM privacy_unit_rows('t')", "privacy_unit_rows", "table_name"),
+    # multi-table releases
+    ("SELECT * FROM table_release_join_check('t', 'rel', 'nope', 'id')", "table_release_join_check", "person_column"),
+    ("SELECT * FROM table_release_join_check('t', 'rel', 'id', 'nope')", "table_release_join_check", "events_person_column"),
 ]
 
 # Public functions that take no argument.
@@ -237,6 +240,8 @@ def test_every_public_function_has_a_row(fresh):
     from test_walk_bad_inputs import BAD_INPUTS as PATTERN_BAD_INPUTS  # the same table, on its own fixture
     covered = {function for _, function, _ in BAD_INPUTS} | {"suggest_roles_sql"}  # it names suggest_roles()
     covered |= {words[0].removesuffix("()") for _, words in PATTERN_BAD_INPUTS}
+    from test_km_bad_inputs import SQL_BAD_INPUTS as KM_BAD_INPUTS  # the k^m functions, on their own fixture
+    covered |= {function for _, function, _ in KM_BAD_INPUTS}
     missing = public - covered - set(NO_ARGUMENTS)
     assert not missing, f"public functions without a bad-input row: {sorted(missing)}"
 

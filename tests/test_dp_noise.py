@@ -63,7 +63,9 @@ def test_released_noise_fits_the_stated_law_and_scale(dp_con, kind, cdf):
         # OpenDP's accounting proves (0.5, 1e-5)-DP at this sigma for L2 sensitivity sqrt(2), and not at 0.99 sigma
         assert noise._zcdp_epsilon(scale, 1e-5, math.sqrt(2)) <= 0.5 < noise._zcdp_epsilon(0.99 * scale, 1e-5, math.sqrt(2))
     assert ks_passes(frame["count"].to_numpy(), lambda x: cdf(x, scale))
-    assert not ks_passes(frame["count"].to_numpy(), lambda x: cdf(x, scale * 1.2))  # the test can tell a wrong scale
+    # the test can tell a wrong scale: 1.5 times off (at 3,000 draws a 1.2 times error of a Laplace scale moves
+    # the CDF by at most 0.034, under the KS bound of 0.036, so only about half the runs would tell it)
+    assert not ks_passes(frame["count"].to_numpy(), lambda x: cdf(x, scale * 1.5))
 
 
 def test_noise_is_not_reproducible_and_keeps_nulls():

@@ -56,7 +56,7 @@ def test_bad_argument_names_function_and_argument(bcon, change, argument):
     assert bcon.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0] == before  # nothing left behind
 
 
-@pytest.mark.parametrize("sql, fn, argument", [
+SQL_BAD_INPUTS = [
     ("SELECT * FROM km_anonymity('r', ['item'], 0, 1, person := 'person')", "km_anonymity", "'k'"),
     ("SELECT * FROM km_anonymity('r', 'item', 2, 1, person := 'person')", "km_anonymity", "items"),
     ("SELECT * FROM km_anonymity('r', ['item'], 2, 'x', person := 'person')", "km_anonymity", "'m'"),
@@ -66,7 +66,10 @@ def test_bad_argument_names_function_and_argument(bcon, change, argument):
     ("SELECT * FROM km_measures('r', NULL, ['item'])", "km_measures", "release_table"),
     ("SELECT * FROM km_measures('r', 'r', ['item'], hierarchies := {'band': 'h_bad'})", "km_measures", "hierarchies"),
     ("SELECT * FROM hierarchy_from_parents('r')", "hierarchy_from_parents", "table_name"),
-])
+]
+
+
+@pytest.mark.parametrize("sql, fn, argument", SQL_BAD_INPUTS)
 def test_bad_sql_argument_names_function_and_argument(bcon, sql, fn, argument):
     with pytest.raises(duckdb.Error) as err:
         bcon.execute(sql).fetchall()

@@ -10,11 +10,17 @@ rows from a Python list made beforehand; duckdb-anon reads the table in the data
 --chosen-runs (default 5) with the bounds chosen, each choosing afresh.
 
 Rows: each tool at the given bounds; PipelineDP at each max_partitions_contributed of --sweep (smaller
-sizes only); duckdb-anon with every bound left for it to choose (10 % of epsilon spent on choosing).
+sizes only); duckdb-anon with every bound left for it to choose (its choices spend a share of epsilon that
+shrinks as the people grow: the columns epsilon_* of its result).
+
+--repeat R (R > 1) runs each configuration R times (PipelineDP at each m run, duckdb-anon at the given
+bounds and with the bounds chosen) and adds a second table: per configuration the mean number of items
+released and the mean over runs of the per-run median errors (over the runs releasing an item), and for the
+chosen bounds how often each m was taken. Small data release one or two items: single runs are noise there.
 
     python bench/bench_dp.py [--ratings 100000 10000000] [--max-groups 10] [--sweep-up-to 1000000] [--chosen-runs 5]
-                              [--tools ours pipelinedp] [--out FILE]
-Prints one table and writes it to bench/results/dp_vs_pipelinedp.md (or --out).
+                              [--tools ours pipelinedp] [--repeat R] [--out FILE]
+Prints the table(s) and writes them to bench/results/dp_vs_pipelinedp.md (or --out).
 """
 from __future__ import annotations
 
@@ -64,7 +70,8 @@ def ours(con, max_groups: int | None) -> tuple[dict, float, str]:
     chosen = ""
     if max_groups is None and len(frame):
         row = frame.iloc[0]
-        chosen = f"chose m = {row['max_groups_contributed']:g}, [{row['min_value']:g}, {row['max_value']:g}]"
+        chosen = (f"chose m = {row['max_groups_contributed']:g}, [{row['min_value']:g}, {row['max_value']:g}]; epsilon "
+                  f"{row['epsilon_people']:.3f} people, {row['epsilon_max_groups']:.3f} m, {row['epsilon_range']:.3f} range")
     return {int(i): (c, m) for i, c, m in zip(frame["item"], frame["count"], frame["avg"])}, seconds, chosen
 
 
@@ -84,6 +91,19 @@ def pipeline(rows: list, max_groups: int) -> tuple[dict, float]:
     return released, time.perf_counter() - start
 
 
+def summary(size, people, tool, m, runs: list) -> str:
+    """One row of the --repeat table: `runs` is a list of ((items, count error, mean error), seconds, chosen)."""
+    import numpy as np
+    items = [r[0][0] for r in runs]
+    released = [r[0] for r in runs if r[0][0] > 0]
+    count = np.mean([r[1] for r in released]) if released else float("nan")
+    mean = np.mean([r[2] for r in released]) if released else float("nan")
+    taken = [r[2].split(",")[0].removeprefix("chose ") for r in runs if r[2]]  # "m = 3"
+    taken = ", ".join(f"{p}: {taken.count(p)}" for p in sorted(set(taken), key=lambda p: float(p.split()[-1])))
+    return (f"| {size:,} | {people:,} | {tool} | {m} | {len(runs)} | {np.mean(items):.2f} | {sum(i == 0 for i in items)} | "
+            f"{count:.3f} | {mean:.3f} | {np.mean([r[1] for r in runs]):.2f} | {taken} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ratings", type=int, nargs="+", default=[100_000, 10_000_000])
@@ -93,14 +113,31 @@ def main() -> None:
     parser.add_argument("--tools", nargs="+", choices=("ours", "pipelinedp"), default=["ours", "pipelinedp"],
                         help="which tools to run (PipelineDP alone, to run its slow sizes apart)")
     parser.add_argument("--chosen-runs", type=int, default=5, help="runs with the bounds chosen (each chooses afresh)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each configuration for the table of means")
     args = parser.parse_args()
     lines = ["| ratings | people | tool | max groups | items released | median rel. error count | "
              "median rel. error mean | wall s |", "|---|---|---|---|---|---|---|---|"]
+    means = ["", f"Means over {args.repeat} runs of each configuration (errors: mean of the per-run medians, over the runs "
+             "releasing an item):", "", "| ratings | people | tool | max groups | runs | mean items released | runs releasing none | "
+             "mean median rel. error count | mean median rel. error mean | mean wall s | m taken (runs) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def row(size, people, tool, m, result, seconds):
         n, count, mean = result
         lines.append(f"| {size:,} | {people:,} | {tool} | {m} | {n} | {count:.3f} | {mean:.3f} | {seconds:.2f} |")
         print(lines[-1], flush=True)
+
+    def repeated(size, people, tool, m, run, first: int = 1):
+        """Run `run` (returning (result, seconds, chosen)) `first` times as one-run rows, up to --repeat in all."""
+        runs = []
+        for i in range(max(first, args.repeat)):
+            result, seconds, chosen = run()
+            runs.append((result, seconds, chosen))
+            if i < first:
+                row(size, people, tool if m != "chosen" else f"{tool} ({chosen})", m, result, seconds)
+        if args.repeat > 1:
+            means.append(summary(size, people, tool, m, runs))
+            print(means[-1], flush=True)
 
     print("\n".join(lines))
     for size in args.ratings:
@@ -110,25 +147,28 @@ def main() -> None:
                     [people])
         rows_n, people = con.execute("SELECT count(*), count(DISTINCT record_id) FROM r").fetchall()[0]
         true = truth(con)
+
+        def ours_run(m):
+            released, seconds, chosen = ours(con, m)
+            return errors(released, true), seconds, chosen
+
         if "ours" in args.tools:
-            released, seconds, _ = ours(con, args.max_groups)
-            row(rows_n, people, "duckdb-anon", args.max_groups, errors(released, true), seconds)
+            repeated(rows_n, people, "duckdb-anon", args.max_groups, lambda: ours_run(args.max_groups))
         if "pipelinedp" in args.tools:
             rows = con.execute("SELECT record_id, item, value::DOUBLE FROM r").fetchall()
-            released, seconds = pipeline(rows, args.max_groups)
-            row(rows_n, people, "PipelineDP", args.max_groups, errors(released, true), seconds)
-            if size <= args.sweep_up_to:
-                for m in SWEEP:
-                    if m != args.max_groups:
-                        released, seconds = pipeline(rows, m)
-                        row(rows_n, people, "PipelineDP", m, errors(released, true), seconds)
+
+            def pipeline_run(m):
+                released, seconds = pipeline(rows, m)
+                return errors(released, true), seconds, ""
+
+            sweep = [args.max_groups] + ([m for m in SWEEP if m != args.max_groups] if size <= args.sweep_up_to else [])
+            for m in sweep:
+                repeated(rows_n, people, "PipelineDP", m, lambda: pipeline_run(m))
             del rows
-        if "ours" in args.tools:
-            for _ in range(args.chosen_runs):
-                released, seconds, chosen = ours(con, None)
-                row(rows_n, people, f"duckdb-anon, bounds chosen ({chosen})", "chosen", errors(released, true), seconds)
+        if "ours" in args.tools and args.chosen_runs:
+            repeated(rows_n, people, "duckdb-anon, bounds chosen", "chosen", lambda: ours_run(None), first=args.chosen_runs)
         con.close()
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args.out.write_text("\n".join(lines + (means if args.repeat > 1 else [])) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):
                    "FROM range(20000) a(p), range(30) b(i) WHERE i <= p % 30")
     frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_people', ['item'], value := 'rating', aggregates := ['avg'], epsilon := 1, "
                            "delta := 1e-6, max_groups_contributed := 30, privacy_unit_column := 'person')").df()
-    assert list(frame.columns) == ["item", "avg", "avg_ci_low", "avg_ci_high", "min_value", "max_value"]
+    assert list(frame.columns) == ["item", "avg", "avg_ci_low", "avg_ci_high", "min_value", "max_value", *plan.CHOICE_COLUMNS]
     chosen = frame[["min_value", "max_value"]].drop_duplicates()
     assert len(chosen) == 1
     lo, hi = chosen.iloc[0]
@@ -174,7 +174,7 @@ def test_chosen_max_groups_is_the_largest_releasing_nearly_the_most_groups(dp_co
     # every group, m = 3 four in five (enough for three quarters of the most), m = 5 almost none
     dp_con.execute("CREATE OR REPLACE TABLE dp_wide AS SELECT g AS grp, g * 1000 + p AS person, 3.0 AS x "
                    "FROM range(600) a(g), range(60) b(p) WHERE p < CASE WHEN g < 480 THEN 60 ELSE 40 END")
-    eps_each = 1 - plan.M_SHARE  # count only: one mechanism, epsilon 1 less what chose the bound
+    eps_each = 1 - plan.PEOPLE_SHARE - plan.M_SHARE  # count only: one mechanism, less the people count and the bound's cap
     kept = dp_con.execute("SELECT count(*) FROM dp_wide GROUP BY grp").df().iloc[:, 0].to_numpy()
     released = {m: expected_released(kept, m, eps_each, 1e-6) for m in plan.M_GRID}
     best = max(released.values())
@@ -193,7 +193,9 @@ def test_the_chosen_range_pays_from_the_values_share_not_the_counts(dp_con):
                            "aggregates := ['count', 'avg'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, "
                            "privacy_unit_column := 'person')").df()
     assert len(frame) == 20
-    assert (frame["count"] - frame["count_ci_low"]).round(9).unique().tolist() == [round(1 / 0.5 * math.log(20), 9)]
+    # half of epsilon less the people count's share (8,000 people: the range's cap binds)
+    assert (frame["count"] - frame["count_ci_low"]).round(9).unique().tolist() == [
+        round(1 / ((1 - plan.PEOPLE_SHARE) / 2) * math.log(20), 9)]
 
 
 def test_the_range_chosen_on_a_thousand_people_is_close_to_the_values(dp_con):
@@ -211,3 +213,54 @@ def test_the_range_chosen_on_a_thousand_people_is_close_to_the_values(dp_con):
     ranges = [r[0] for r in ranges]
     assert all(lo <= 2 and hi >= 4 and hi - lo <= 100 for lo, hi in ranges), ranges
     assert (1, 5) in ranges, ranges
+
+
+def test_the_choices_report_what_they_spent_and_it_adds_up_to_epsilon(dp_con):
+    # count and avg with every bound chosen on 8,000 people (the caps bind): the people count, max_groups and
+    # the range spend their shares; the count's interval is recomputed from what is left, split in two
+    dp_con.execute("CREATE OR REPLACE TABLE dp_spent AS SELECT p % 40 AS grp, p AS person, (p % 5 + 1)::DOUBLE AS x "
+                   "FROM range(8000) r(p)")
+    frame = dp_con.execute("SELECT * FROM dp_aggregate('dp_spent', ['grp'], value := 'x', aggregates := ['count', 'avg'], "
+                           "epsilon := 2, delta := 1e-6, privacy_unit_column := 'person')").df()
+    spent = frame[list(plan.CHOICE_COLUMNS) + ["max_groups_contributed"]].drop_duplicates()
+    assert len(frame) >= 30 and len(spent) == 1  # one draw of each choice for the whole release
+    row = spent.iloc[0]
+    assert row["epsilon_people"] == pytest.approx(2 * plan.PEOPLE_SHARE)
+    assert row["epsilon_max_groups"] == pytest.approx(2 * plan.M_SHARE) and row["epsilon_range"] == pytest.approx(2 * plan.RANGE_SHARE)
+    assert row[["epsilon_people", "epsilon_max_groups", "epsilon_range", "epsilon_aggregates"]].sum() == pytest.approx(2)
+    # the count (people, max_rows 1) gets half of what the people count and max_groups leave; the range is the mean's
+    count_epsilon = (2 - row["epsilon_people"] - row["epsilon_max_groups"]) / 2
+    assert (frame["count_ci_high"] - frame["count"]).round(9).unique().tolist() == [
+        round(row["max_groups_contributed"] * math.log(20) / count_epsilon, 9)]
+    assert abs(row["people_noisy"] - 8000) < 100 / 2 * 12  # Laplace(1 / 0.02): beyond 12 scales p < 1e-5
+
+
+def test_the_people_count_is_noisy_at_its_share(dp_con):
+    # 8 releases choosing max_groups on 50 people: the noisy count's mean distance to 50 estimates the
+    # Laplace scale 1 / (PEOPLE_SHARE * epsilon) = 100; the mean of 8 such distances (a sum of 8 exponentials
+    # of mean 100, over 8) is below 20 with probability 2e-4, above 300 with probability 1e-5
+    dp_con.execute("CREATE OR REPLACE TABLE dp_fifty AS SELECT p AS person, p % 2 AS grp FROM range(50) r(p)")
+    dp_con.execute("CREATE OR REPLACE TABLE dp_fifty_groups AS SELECT range AS grp FROM range(2)")
+    counts = [dp_con.execute("SELECT DISTINCT people_noisy, epsilon_people FROM dp_aggregate('dp_fifty', ['grp'], epsilon := 1, "
+                             "delta := 0, public_groups := 'dp_fifty_groups', privacy_unit_column := 'person')").fetchall()
+              for _ in range(8)]
+    assert all(len(c) == 1 and c[0][1] == pytest.approx(plan.PEOPLE_SHARE) for c in counts)
+    distance = np.mean([abs(c[0][0] - 50) for c in counts])
+    assert 20 < distance < 300, distance
+
+
+def test_many_people_spend_less_on_the_range_and_still_get_it_right(dp_con):
+    # 60,000 people rating 1..5: the range's epsilon falls below its cap, to what the rule gives at the
+    # reported noisy count (recomputed here from the exponential mechanism's accuracy bound), and the range
+    # chosen is still [1, 5] (every other candidate is thousands of people off the 5th or 95th percentile)
+    dp_con.execute("CREATE OR REPLACE TABLE dp_large AS SELECT p % 20 AS grp, p AS person, (p % 5 + 1)::DOUBLE AS x "
+                   "FROM range(60000) r(p)")
+    row = dp_con.execute("SELECT DISTINCT min_value, max_value, people_noisy, epsilon_range, epsilon_aggregates "
+                         "FROM dp_aggregate('dp_large', ['grp'], value := 'x', aggregates := ['avg'], epsilon := 1, "
+                         "delta := 1e-6, max_groups_contributed := 1, privacy_unit_column := 'person')").df()
+    assert len(row) == 1
+    lo, hi, people, eps_range, eps_rest = row.iloc[0]
+    part = min(plan.CENTER_SHARE, (1 - plan.CENTER_SHARE) / 2)  # the smallest of center, min, max
+    rank_error = 2 * math.log(len(plan.V_GRID) / plan.CHOICE_BETA) / (part * eps_range)
+    assert eps_range < plan.RANGE_SHARE and rank_error == pytest.approx(plan.RANK_ERROR["range"] * people)
+    assert (lo, hi) == (1, 5) and eps_rest == pytest.approx(1 - plan.PEOPLE_SHARE - eps_range)

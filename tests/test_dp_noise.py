@@ -99,6 +99,33 @@ def test_empirical_privacy_loss_of_a_count_stays_within_epsilon(dp_con):
     assert loss >= epsilon - 0.35  # the tails really do reach epsilon: the noise is not larger than it must be
 
 
+def test_empirical_privacy_loss_with_chosen_bounds_stays_within_what_the_counts_spent(dp_con):
+    # the same neighbouring tables, max_groups left to choose (public groups: the DP median of groups per
+    # person, 1 here by thousands of people against a noise scale of 20): the counts get what the people count
+    # and the choice leave, reported as epsilon_aggregates, and their privacy loss reaches it and no more
+    groups = 4000
+    dp_con.execute(f"CREATE OR REPLACE TABLE dp_base AS SELECT g AS grp, g * 10 + p AS person FROM range({groups}) a(g), range(3) b(p)")
+    dp_con.execute("CREATE OR REPLACE TABLE dp_plus AS SELECT * FROM dp_base UNION ALL SELECT grp, grp * 10 + 9 FROM dp_base WHERE person % 10 = 0")
+    dp_con.execute(f"CREATE OR REPLACE TABLE dp_groups AS SELECT range AS grp FROM range({groups})")
+    draws, spent = {}, set()
+    for table in ("dp_base", "dp_plus"):
+        frames = [dp_con.execute(f"SELECT count, max_groups_contributed, epsilon_aggregates FROM dp_aggregate('{table}', ['grp'], "
+                                 "epsilon := 1, delta := 0, public_groups := 'dp_groups', privacy_unit_column := 'person')").df()
+                  for _ in range(2)]
+        draws[table] = np.concatenate([f["count"].to_numpy() for f in frames])
+        spent |= {tuple(r) for f in frames for r in f[["max_groups_contributed", "epsilon_aggregates"]].round(12).values.tolist()}
+    assert len(spent) == 1
+    m, epsilon = spent.pop()
+    assert m == 1 and epsilon < 1
+    edges = np.concatenate([[-np.inf], np.arange(0.5, 7, 0.5), [np.inf]])
+    a, _ = np.histogram(draws["dp_base"], edges)
+    b, _ = np.histogram(draws["dp_plus"], edges)
+    dense = (a >= 300) & (b >= 300)
+    loss = np.max(np.abs(np.log(a[dense] / b[dense])))
+    assert dense.sum() >= 6
+    assert epsilon - 0.35 <= loss <= epsilon + 0.35
+
+
 def test_gaussian_sigma_is_the_smallest_proven_one():
     for epsilon, delta, l2 in ((1.0, 1e-6, 1.0), (0.3, 1e-8, 5.0), (4.0, 1e-3, 2.0)):
         sigma = noise.gaussian_sigma(epsilon, delta, l2)

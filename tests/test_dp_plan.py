@@ -1,12 +1,16 @@
 """Contribution bounding (dp/plan.py through dp_bounded_aggregates): removing one person changes the bounded
 aggregates of at most max_groups groups, each by at most the sensitivity the noise is calibrated to; the
 bounds themselves are recomputed with pandas from the source."""
+import math
+
 import pandas as pd
 import pytest
+import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
+from duckdb_anon.dp import plan
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +76,23 @@ def test_the_publishing_path_draws_a_fresh_key(dp_con):
     picks = {dp_con.execute("SELECT grp FROM dp_bounded_aggregates('dp_one', ['grp'], max_groups_contributed := 1, "
                             "privacy_unit_column := 'person')").fetchall()[0][0] for _ in range(5)}
     assert len(picks) > 1
+
+
+def test_choice_shares_fall_with_the_noisy_count_and_are_capped():
+    # the rule's epsilon over noisy counts from nothing (NULL, negative) to ten million, at two epsilons
+    counts = [None, -50.0, 0.0, 1.0, 100.0, 2288.0, 23176.0, 40000.0, 1e5, 232350.0, 1e6, 1e7]
+    con = duckdb_anon.connect()
+    for epsilon in (1.0, 4.0):
+        for choice, cap, candidates in (("max_groups", plan.M_SHARE, len(plan.M_GRID)), ("range", plan.RANGE_SHARE, len(plan.V_GRID))):
+            text = plan.render(f"SELECT people_noisy, {plan.choice_epsilon(choice)} AS e FROM (SELECT unnest(?) AS people_noisy) "
+                               "ORDER BY coalesce(people_noisy, -1e9)", "duckdb", {"epsilon": sqlglot.parse_one(repr(epsilon))})
+            spent = con.execute(text, [counts]).fetchall()
+            shares = [e for _, e in spent]
+            assert all(a >= b for a, b in zip(shares, shares[1:])), (choice, spent)  # never more for more people
+            assert max(shares) == pytest.approx(cap * epsilon) and all(e <= cap * epsilon + 1e-12 for e in shares)
+            assert shares[-1] < cap * epsilon / 10  # ten million people: a small fraction of the cap
+            part = 1.0 if choice == "max_groups" else min(plan.CENTER_SHARE, (1 - plan.CENTER_SHARE) / 2)
+            for n, e in spent:  # below the cap: exactly the accuracy asked, a rank error of RANK_ERROR * n people
+                if e < cap * epsilon:
+                    assert 2 * math.log(candidates / plan.CHOICE_BETA) / (part * e) == pytest.approx(plan.RANK_ERROR[choice] * n)
+    con.close()

@@ -65,10 +65,13 @@ def _owner() -> str:
     return f"CASE c {whens} ELSE c END"
 
 
-#: the result's columns reporting a bound chosen for the user, present when that argument was left NULL
+#: the result's columns reporting a bound chosen for the user, present when that argument was left NULL, and
+#: then what the choices spent (plan.CHOICE_COLUMNS)
+_CHOOSING = "(max_groups_contributed IS NULL OR (value IS NOT NULL AND (min_value IS NULL OR max_value IS NULL)))"
 _CHOSEN = ("list_concat(aggregates, [CASE WHEN max_groups_contributed IS NULL THEN 'max_groups_contributed' END, "
            "CASE WHEN value IS NOT NULL AND min_value IS NULL THEN 'min_value' END, "
-           "CASE WHEN value IS NOT NULL AND max_value IS NULL THEN 'max_value' END])")
+           "CASE WHEN value IS NOT NULL AND max_value IS NULL THEN 'max_value' END], "
+           f"CASE WHEN {_CHOOSING} THEN {list(plan.CHOICE_COLUMNS)} ELSE [] END)")
 
 
 @lru_cache(maxsize=1)

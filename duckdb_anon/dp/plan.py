@@ -75,6 +75,12 @@ PARAMETERS = ("epsilon", "delta", "max_groups", "max_rows", "lo", "hi", "valued"
 #: RANGE_SHARE of epsilon, CENTER_SHARE of it on a center and the rest split between min_value and
 #: max_value, at the 5th and 95th percentiles of one value drawn per person
 M_SHARE, RANGE_SHARE, CENTER_SHARE = 0.1, 0.15, 0.3
+#: the budget adapts to the data's size: PEOPLE_SHARE of epsilon buys a noisy count of people (Laplace,
+#: sensitivity 1) before anything else; each choice then spends what its exponential mechanism needs to land,
+#: with probability 1 - CHOICE_BETA, within a rank error of RANK_ERROR[choice] times that count of the best
+#: candidate (choice_epsilon()), M_SHARE and RANGE_SHARE of epsilon at most
+PEOPLE_SHARE, CHOICE_BETA = 0.01, 0.05
+RANK_ERROR = {"max_groups": 0.001, "range": 0.01}
 M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
 M_RELEASED, M_SLACK = 0.75, 2.0
 #: the data-independent preferences that break ties, in noise scales: toward max_groups of M_TYPICAL or less
@@ -90,6 +96,27 @@ V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in
 
 def _grid(values) -> str:
     return "SELECT * FROM (VALUES " + ", ".join(f"({i}, {v!r})" for i, v in enumerate(values)) + ") AS t(i, c)"
+
+
+def choice_epsilon(choice: str, people: str = "people_noisy") -> str:
+    """SQL: the epsilon spent choosing `choice` ('max_groups' or 'range'), a data-independent function of the
+    noisy count of people `people` (SQL), decreasing in it, at most its share of epsilon.
+
+    Why this rule: report-noisy-max at scale 2 / eps over K candidates picks, with probability 1 - beta, a
+    candidate whose score is within 2 ln(K / beta) / eps of the best. A score that one person moves by at most
+    1 is a rank: the choice is then within rho * n people of the best rank when eps = 2 ln(K / beta) / (rho n).
+    Many people make a quantile accurate at a small epsilon; few need more than the cap allows, and get the
+    cap (the fixed shares of before). The range's smallest part, CENTER_SHARE of it, must reach that accuracy
+    (the min and max get more). For max_groups under partition selection the score counts groups released,
+    moved by eps_each / 2 per person: rho n people are rho n eps_each / 2 groups, which RANK_ERROR keeps below
+    the rule's slack of M_SLACK standard deviations where the cap does not bind (232,350 people: 57 groups of 89).
+    """
+    if choice == "max_groups":
+        cap, candidates, part = M_SHARE, len(M_GRID), 1.0
+    else:
+        cap, candidates, part = RANGE_SHARE, len(V_GRID), min(CENTER_SHARE, (1 - CENTER_SHARE) / 2)
+    needed = f"2.0 * ln({candidates} / {CHOICE_BETA}) / ({part * RANK_ERROR[choice]!r} * greatest(coalesce({people}, 1.0), 1.0))"
+    return f"least(__p_epsilon * {cap}, {needed})"
 
 
 def _scores(column: str, level: float, grid: str, keep: str = "true", prior: str = "0.0") -> str:
@@ -132,19 +159,28 @@ src AS (
 settings AS (SELECT coalesce(__p_key, CAST(uuid() AS VARCHAR)) AS key),
 choices AS (
     SELECT __p_max_groups IS NULL AS choose_m, __p_valued AND __p_lo IS NULL AS choose_lo,
-           __p_valued AND __p_hi IS NULL AS choose_hi),
-quantile_budget AS (
-    SELECT *, __p_epsilon * {M_SHARE} AS eps_m, __p_epsilon * {RANGE_SHARE} * CAST(choose_lo OR choose_hi AS INT) AS eps_range,
-           __p_epsilon * {RANGE_SHARE * CENTER_SHARE} AS eps_center,
-           __p_epsilon * {RANGE_SHARE * (1 - CENTER_SHARE)} / greatest(CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_v
-    FROM choices),
+           __p_valued AND __p_hi IS NULL AS choose_hi,
+           __p_max_groups IS NULL OR (__p_valued AND (__p_lo IS NULL OR __p_hi IS NULL)) AS choosing),
+people AS (  -- one row per person (when a bound is chosen): their number of groups and one value drawn at random
+    SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
+    FROM src CROSS JOIN settings s WHERE (SELECT choosing FROM choices) GROUP BY u),
+people_count AS (  -- PEOPLE_SHARE of epsilon: the people, Laplace noise of sensitivity 1
+    SELECT c.*, CASE WHEN c.choosing THEN __p_epsilon * {PEOPLE_SHARE} ELSE 0.0 END AS eps_people,
+           anon_dp_noise(CAST(n.n AS DOUBLE), CASE WHEN c.choosing THEN 1.0 / (__p_epsilon * {PEOPLE_SHARE}) END, 'laplace')
+           AS people_noisy
+    FROM choices c CROSS JOIN (SELECT count(*) AS n FROM people) n),
+quantile_budget AS (  -- each choice's epsilon from the noisy count (what it would spend; spent when chosen)
+    SELECT *, eps_range_rule * {CENTER_SHARE} AS eps_center,
+           eps_range_rule * {1 - CENTER_SHARE} / greatest(CAST(choose_lo AS INT) + CAST(choose_hi AS INT), 1) AS eps_v,
+           eps_range_rule * CAST(choose_lo OR choose_hi AS INT) AS eps_range
+    FROM (SELECT *, {choice_epsilon("max_groups")} AS eps_m, {choice_epsilon("range")} AS eps_range_rule FROM people_count)),
 flags AS (
     SELECT *, {_HAS.format('count_distinct')} OR NOT __p_public OR ({_COUNTED} AND __p_max_rows = 1) AS use_p,
            {_COUNTED} AND __p_max_rows > 1 AS use_r, {_VALUED} AS use_s, {_HAS.format('median')} AS use_median,
            NOT __p_public AS selecting
     FROM quantile_budget),
 shares AS (  -- max_groups is paid by every mechanism, the range by those of the values (by all when none is asked)
-    SELECT *, __p_epsilon * (1.0 - {M_SHARE} * CAST(choose_m AS INT)) - CASE WHEN {_VALUE_MECHANISMS} = 0 THEN eps_range ELSE 0.0 END
+    SELECT *, __p_epsilon - eps_people - eps_m * CAST(choose_m AS INT) - CASE WHEN {_VALUE_MECHANISMS} = 0 THEN eps_range ELSE 0.0 END
               AS eps_rest
     FROM flags),
 budget AS (
@@ -154,9 +190,6 @@ budget AS (
            CASE WHEN NOT selecting THEN 0.0 WHEN __p_noise = 'gaussian' THEN __p_delta / ({_NOISES} + 1)
                 ELSE __p_delta END AS delta_select
     FROM shares),
-people AS (
-    SELECT u, count(DISTINCT g) AS d, arg_min(v, __keyed_hash(s.key, u, v)) AS one_v
-    FROM src CROSS JOIN settings s WHERE (SELECT choose_m OR choose_lo OR choose_hi FROM choices) GROUP BY u),
 m_grid AS ({_grid(M_GRID)}),
 keyed AS (
     SELECT u, g, v, __keyed_hash(s.key, u, g) AS group_key, __keyed_hash(s.key, u, g, v) AS row_key
@@ -266,6 +299,7 @@ noisy AS (
     FROM candidates c CROSS JOIN spent s),
 released AS (
     SELECT n.g, n.np, n.ns, CASE WHEN s.use_r THEN n.nr ELSE n.np END AS nc, s.lo, s.hi, s.mid, s.max_groups,
+           s.people_noisy, s.eps_people, s.eps_m * CAST(s.choose_m AS INT) AS eps_m_spent, s.eps_range,
            CASE WHEN s.use_median THEN s.lo + s.median_step * coalesce(anon_dp_noisy_max(ml.scores, s.scale_median), 0) END AS med,
            s.scale_median * (ln({MEDIAN_POINTS}.0) + ln(1.0 / (1.0 - __p_confidence))) AS median_rank_error,
            {_half_width('s.scale_p', '1.0 - __p_confidence')} AS hp,
@@ -285,8 +319,14 @@ result AS (
            CASE WHEN nc - hc2 > 0 THEN least(mid + greatest((ns + hs2) / (nc - hc2), (ns + hs2) / (nc + hc2)), hi)
                 ELSE hi END AS avg_ci_high,
            med AS median, median_rank_error,
-           max_groups AS max_groups_contributed, lo AS min_value, hi AS max_value
+           max_groups AS max_groups_contributed, lo AS min_value, hi AS max_value,
+           people_noisy, eps_people AS epsilon_people, eps_m_spent AS epsilon_max_groups, eps_range AS epsilon_range,
+           __p_epsilon - eps_people - eps_m_spent - eps_range AS epsilon_aggregates
     FROM released)"""
+
+
+#: the result's columns when a bound is chosen: the noisy count of people and the epsilon each part spent
+CHOICE_COLUMNS = ("people_noisy", "epsilon_people", "epsilon_max_groups", "epsilon_range", "epsilon_aggregates")
 
 
 def columns(aggregates) -> list[str]:

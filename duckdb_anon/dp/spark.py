@@ -134,5 +134,6 @@ def dp_aggregate(spark, frame, group_by: list[str], *, privacy_unit_column: str,
                       public=public_groups is not None, key=None, confidence=confidence)
     chosen = [name for name, given in (("max_groups_contributed", max_groups_contributed), ("min_value", min_value),
                                        ("max_value", max_value)) if given is None and (value or name == "max_groups_contributed")]
+    chosen += list(plan.CHOICE_COLUMNS) if chosen else []
     return _run(spark, plan.released_query(), _relations(frame, group_by, value, privacy_unit_column, public_groups),
                 parameters, False, [*plan.columns(aggregates), *chosen])

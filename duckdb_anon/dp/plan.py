@@ -16,10 +16,21 @@ The rules, each stated once here:
 - per group three bounded aggregates: ``persons`` (distinct people; changes by at most 1 when one person
   leaves), ``rows`` (by at most max_rows) and ``nsum``, the sum of clamped values minus the midpoint of
   [lo, hi] (by at most max_rows * (hi - lo) / 2); one person touches at most max_groups groups;
+- the budget, when a bound is left to choose: first PEOPLE_SHARE of epsilon on a noisy count of people
+  (Laplace, sensitivity 1: one person changes the count by 1); then the epsilon of each choice is a fixed
+  function of that noisy count (choice_epsilon(): what its exponential mechanism needs for a rank error of
+  RANK_ERROR times the count, at most M_SHARE or RANGE_SHARE of epsilon), and the aggregates get the rest.
+  Why it stays epsilon-DP: the parts run in sequence, each later part's epsilon a function of the earlier
+  parts' outputs only (post-processing), and whatever those outputs are the parts add up to exactly epsilon
+  (the people count's share is fixed; the aggregates get epsilon less what was spent before them).
+  Sequential composition holds for parameters chosen adaptively when their sum is bounded by a fixed total
+  (a privacy filter; for pure DP, and for (epsilon, delta) with basic composition, the accounting used
+  here: the deltas are fixed, only the split of epsilon adapts, and Gaussian sigmas are calibrated per
+  part to its (epsilon, delta));
 - the mechanisms released: persons (for count_distinct, for partition selection, and for count when
   max_rows = 1, where rows = persons), rows (count with max_rows > 1), nsum (sum and avg), the median;
-  epsilon, less M_SHARE of it when max_groups is chosen, is split equally among the mechanisms used; a
-  chosen range's RANGE_SHARE of epsilon is paid by the mechanisms that read the values (nsum, the median;
+  epsilon, less what the people count and choosing max_groups spent, is split equally among the mechanisms
+  used; what choosing the range spent is paid by the mechanisms that read the values (nsum, the median;
   by all when none is asked), so that choosing it releases no fewer groups; with Gaussian noise delta is
   split too (among those that add noise: not the median), a share going to partition selection; with
   Laplace noise all of delta goes to partition selection;
@@ -38,10 +49,11 @@ The rules, each stated once here:
   expected to release nearly the most groups (within M_SLACK standard deviations of a count of max E, or
   M_RELEASED of it when it is small). T grows with max E at a slope in [0, 1] (M_SLACK = 2), so when a
   person leaves E(m) and T both fall by at most eps_each / 2 and f moves by at most that; report-noisy-max
-  with scale 2 * (eps_each / 2) / eps_m, over scores less M_PRIOR noise scales times ln(1 + m / M_TYPICAL):
-  a base measure (1 + m / M_TYPICAL)^-M_PRIOR, data-independent, that decides when the data cannot (a few
-  groups released whatever m, where noise would otherwise pick any of the grid, most of it m that
-  release nothing);
+  with scale 2 * (eps_each / 2) / eps_m, over scores less M_PRIOR noise scales times ln(1 + m / typical):
+  a base measure (1 + m / typical)^-M_PRIOR, data-independent (typical: M_TYPICAL, or the noisy count of
+  people over M_PEOPLE when smaller, at least 1: a function of a released figure), that decides when the
+  data cannot (a few groups released whatever m, where noise would otherwise pick any of the grid, most of
+  it m that release nothing);
 - the value range left to choose: first a center, the grid point nearest the people's values (one value
   each) in grid steps, each person's distance clipped at CENTER_STEPS (score: minus the sum of the clipped
   distances over CENTER_STEPS, moved by at most 1 per person); then min_value among the points at or below
@@ -83,9 +95,12 @@ PEOPLE_SHARE, CHOICE_BETA = 0.01, 0.05
 RANK_ERROR = {"max_groups": 0.001, "range": 0.01}
 M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
 M_RELEASED, M_SLACK = 0.75, 2.0
-#: the data-independent preferences that break ties, in noise scales: toward max_groups of M_TYPICAL or less
-#: (M_PRIOR times ln(1 + m / M_TYPICAL)), toward the center for the range (RANGE_PRIOR per grid step)
-M_PRIOR, M_TYPICAL, RANGE_PRIOR = 2.0, 10.0, 1.5
+#: the data-independent preferences that break ties, in noise scales: toward max_groups of a typical m or less
+#: (M_PRIOR times ln(1 + m / typical)), toward the center for the range (RANGE_PRIOR per grid step). The
+#: typical m is M_TYPICAL, or one per M_PEOPLE people of the noisy count when fewer (at least 1): with few
+#: people a few groups at most clear the threshold whatever m, every candidate scores within the noise, and
+#: the smallest m release the most (the threshold grows as m ln m, a group's kept people as m)
+M_PRIOR, M_TYPICAL, M_PEOPLE, RANGE_PRIOR = 2.0, 10.0, 2000.0, 1.5
 CENTER_STEPS = 10
 #: what the bounded-only query (no noise, max_groups given) reads for the arguments it lacks: the budget's
 #: flags only serve to choose max_groups, which it never does, so any valid values
@@ -215,7 +230,8 @@ m_release AS (  -- per candidate: the expected number of groups released, less n
                                ELSE 0.5 * exp(-(threshold - kept) / scale) END) AS s FROM m_expected GROUP BY i) e ON e.i = g.i)),
 m_release_scores AS (  -- high for the largest candidate whose f >= 0: min(its f, minus every larger candidate's f),
     -- less M_PRIOR noise scales per step up the grid
-    SELECT list({{'i': r.i, 's': r.score - {M_PRIOR} * b.eps_each / b.eps_m * ln(1.0 + g.c / {M_TYPICAL})}}) AS scores FROM (
+    SELECT list({{'i': r.i, 's': r.score - {M_PRIOR} * b.eps_each / b.eps_m
+                                  * ln(1.0 + g.c / least({M_TYPICAL}, greatest(coalesce(b.people_noisy, 0.0) / {M_PEOPLE}, 1.0)))}}) AS scores FROM (
         SELECT i, least(f, coalesce(-max(f) OVER (ORDER BY i ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), f)) AS score
         FROM m_release) r JOIN m_grid g ON g.i = r.i CROSS JOIN budget b),
 v_grid AS ({_grid(V_GRID)}),

@@ -101,9 +101,11 @@ def test_bounds_chosen_on_spark_follow_the_rule(spark):
                         columns=["grp", "person", "x"])
     kept = rows.groupby("grp")["person"].nunique().to_numpy()
     # count only, which reads no value: it pays for max_groups and the range out of epsilon 1
-    released = {m: expected_released(kept, m, 1 - plan.PEOPLE_SHARE - plan.M_SHARE - plan.RANGE_SHARE, 1e-6) for m in plan.M_GRID}
+    eps_each = 1 - plan.PEOPLE_SHARE - plan.M_SHARE - plan.RANGE_SHARE  # 30,000 people: the caps bind
+    released = {m: expected_released(kept, m, eps_each, 1e-6) for m in plan.M_GRID}
     best = max(released.values())
-    expected = max(m for m, e in released.items() if e >= max(plan.M_RELEASED * best, best - plan.M_SLACK * math.sqrt(best + 1)))
+    slack = min(plan.M_SLACK * math.sqrt(best + 1), plan.M_NOISE * eps_each / plan.M_SHARE)
+    expected = max(m for m, e in released.items() if e >= max(plan.M_RELEASED * best, best - slack))
     frame = dspark.dp_aggregate(spark, spark.createDataFrame(rows), ["grp"], privacy_unit_column="person", epsilon=1,
                                 delta=1e-6, value="x").toPandas()
     chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates().values.tolist()

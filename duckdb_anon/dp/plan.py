@@ -45,9 +45,12 @@ The rules, each stated once here:
   kept_g(m) is the group's people when each keeps m groups (in the key's order). One person changes
   kept_g(m) by 1 in at most m groups, and P moves by at most 1 / (2 b_m) = eps_each / (2 m) per unit, so E(m)
   moves by at most eps_each / 2, for every m. The score of m is min(f(m), -max over m' > m of f(m')) with
-  f = E - T, T = max(M_RELEASED * max E, max E - M_SLACK * sqrt(max E + 1)): high for the largest m
-  expected to release nearly the most groups (within M_SLACK standard deviations of a count of max E, or
-  M_RELEASED of it when it is small). T grows with max E at a slope in [0, 1] (M_SLACK = 2), so when a
+  f = E - T, T = max(M_RELEASED * max E, max E - min(M_SLACK * sqrt(max E + 1), M_NOISE * eps_each / eps_m)):
+  high for the largest m expected to release nearly the most groups: within M_SLACK standard deviations of a
+  count of max E, or within M_NOISE noise scales of this choice (eps_each / eps_m groups) when that is
+  less, as the budget grows the fewer the people are, and finer than its noise no choice resolves; or
+  M_RELEASED of max E when it is small. T grows with max E at a slope in [0, 1] (M_SLACK = 2; the noise
+  term is fixed once the noisy count of people is), so when a
   person leaves E(m) and T both fall by at most eps_each / 2 and f moves by at most that; report-noisy-max
   with scale 2 * (eps_each / 2) / eps_m, over scores less M_PRIOR noise scales times ln(1 + m / typical):
   a base measure (1 + m / typical)^-M_PRIOR, data-independent (typical: M_TYPICAL, or the noisy count of
@@ -94,7 +97,7 @@ M_SHARE, RANGE_SHARE, CENTER_SHARE = 0.1, 0.15, 0.3
 PEOPLE_SHARE, CHOICE_BETA = 0.01, 0.05
 RANK_ERROR = {"max_groups": 0.001, "range": 0.01}
 M_LEVEL, LO_LEVEL, HI_LEVEL = 0.5, 0.05, 0.95
-M_RELEASED, M_SLACK = 0.75, 2.0
+M_RELEASED, M_SLACK, M_NOISE = 0.75, 2.0, 4.5
 #: the data-independent preferences that break ties, in noise scales: toward max_groups of a typical m or less
 #: (M_PRIOR times ln(1 + m / typical)), toward the center for the range (RANGE_PRIOR per grid step). The
 #: typical m is M_TYPICAL, or one per M_PEOPLE people of the noisy count when fewer (at least 1): with few
@@ -121,10 +124,10 @@ def choice_epsilon(choice: str, people: str = "people_noisy") -> str:
     candidate whose score is within 2 ln(K / beta) / eps of the best. A score that one person moves by at most
     1 is a rank: the choice is then within rho * n people of the best rank when eps = 2 ln(K / beta) / (rho n).
     Many people make a quantile accurate at a small epsilon; few need more than the cap allows, and get the
-    cap (the fixed shares of before). The range's smallest part, CENTER_SHARE of it, must reach that accuracy
+    cap (M_SHARE, RANGE_SHARE). The range's smallest part, CENTER_SHARE of it, must reach that accuracy
     (the min and max get more). For max_groups under partition selection the score counts groups released,
-    moved by eps_each / 2 per person: rho n people are rho n eps_each / 2 groups, which RANK_ERROR keeps below
-    the rule's slack of M_SLACK standard deviations where the cap does not bind (232,350 people: 57 groups of 89).
+    moved by eps_each / 2 per person: rho n people are rho n eps_each / 2 groups (57 at 232,350 people and
+    epsilon 1), of the order of the rule's tolerance of M_NOISE noise scales (44 groups there).
     """
     if choice == "max_groups":
         cap, candidates, part = M_SHARE, len(M_GRID), 1.0
@@ -224,8 +227,9 @@ m_expected AS (  -- with the noise scale and the threshold that candidate would 
     SELECT k.i, k.kept, {_scale('1.0', 'k.c')} AS scale, {_threshold(_scale('1.0', 'k.c'), 'k.c')} AS threshold
     FROM m_kept k CROSS JOIN budget),
 m_release AS (  -- per candidate: the expected number of groups released, less nearly the most any candidate has
-    SELECT i, s - greatest({M_RELEASED} * max(s) OVER (), max(s) OVER () - {M_SLACK} * sqrt(max(s) OVER () + 1.0)) AS f FROM (
-        SELECT g.i, coalesce(e.s, 0.0) AS s FROM m_grid g LEFT JOIN (
+    SELECT i, s - greatest({M_RELEASED} * max(s) OVER (), max(s) OVER ()
+                           - least({M_SLACK} * sqrt(max(s) OVER () + 1.0), {M_NOISE} * eps_each / eps_m)) AS f FROM (
+        SELECT g.i, coalesce(e.s, 0.0) AS s, b.eps_each, b.eps_m FROM m_grid g CROSS JOIN budget b LEFT JOIN (
             SELECT i, sum(CASE WHEN kept >= threshold THEN 1.0 - 0.5 * exp(-(kept - threshold) / scale)
                                ELSE 0.5 * exp(-(threshold - kept) / scale) END) AS s FROM m_expected GROUP BY i) e ON e.i = g.i)),
 m_release_scores AS (  -- high for the largest candidate whose f >= 0: min(its f, minus every larger candidate's f),

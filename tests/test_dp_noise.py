@@ -77,24 +77,33 @@ def test_noise_is_not_reproducible_and_keeps_nulls():
     assert np.isnan(mixed[0]) and np.isnan(mixed[1]) and mixed[2] == 2.0 and mixed[3] != 3.0
 
 
+def neighbouring_tables(con, groups: int) -> None:
+    """dp_base: `groups` groups, each held by 3 people; dp_plus: a 4th person added to every group. Groups are
+    independent draws of the same mechanism, so per-group frequencies estimate its output law."""
+    con.execute(f"CREATE OR REPLACE TABLE dp_base AS SELECT g AS grp, g * 10 + p AS person FROM range({groups}) a(g), range(3) b(p)")
+    con.execute("CREATE OR REPLACE TABLE dp_plus AS SELECT * FROM dp_base UNION ALL SELECT grp, grp * 10 + 9 FROM dp_base WHERE person % 10 = 0")
+    con.execute(f"CREATE OR REPLACE TABLE dp_groups AS SELECT range AS grp FROM range({groups})")
+
+
+def privacy_loss(base: np.ndarray, plus: np.ndarray) -> float:
+    """The largest log ratio of the two tables' count frequencies over bins of 0.5 holding >= 300 draws each."""
+    edges = np.concatenate([[-np.inf], np.arange(0.5, 7, 0.5), [np.inf]])
+    a, _ = np.histogram(base, edges)
+    b, _ = np.histogram(plus, edges)
+    dense = (a >= 300) & (b >= 300)
+    assert dense.sum() >= 6
+    return float(np.max(np.abs(np.log(a[dense] / b[dense]))))
+
+
 def test_empirical_privacy_loss_of_a_count_stays_within_epsilon(dp_con):
-    # one group per trial, each held by 3 people; the neighbouring table adds a 4th person to every group.
-    # Groups are independent draws of the same mechanism, so per-group frequencies estimate its output law.
-    epsilon, groups = 1.0, 4000
-    dp_con.execute(f"CREATE OR REPLACE TABLE dp_base AS SELECT g AS grp, g * 10 + p AS person FROM range({groups}) a(g), range(3) b(p)")
-    dp_con.execute("CREATE OR REPLACE TABLE dp_plus AS SELECT * FROM dp_base UNION ALL SELECT grp, grp * 10 + 9 FROM dp_base WHERE person % 10 = 0")
-    dp_con.execute(f"CREATE OR REPLACE TABLE dp_groups AS SELECT range AS grp FROM range({groups})")
+    epsilon = 1.0
+    neighbouring_tables(dp_con, 4000)
     draws = {}
     for table in ("dp_base", "dp_plus"):
         draws[table] = np.concatenate([dp_con.execute(
             f"SELECT count FROM dp_aggregate('{table}', ['grp'], epsilon := {epsilon}, delta := 0, max_groups_contributed := 1, "
             f"public_groups := 'dp_groups', privacy_unit_column := 'person')").df()["count"].to_numpy() for _ in range(2)])
-    edges = np.concatenate([[-np.inf], np.arange(0.5, 7, 0.5), [np.inf]])
-    a, _ = np.histogram(draws["dp_base"], edges)
-    b, _ = np.histogram(draws["dp_plus"], edges)
-    dense = (a >= 300) & (b >= 300)
-    loss = np.max(np.abs(np.log(a[dense] / b[dense])))
-    assert dense.sum() >= 6
+    loss = privacy_loss(draws["dp_base"], draws["dp_plus"])
     assert loss <= epsilon + 0.35
     assert loss >= epsilon - 0.35  # the tails really do reach epsilon: the noise is not larger than it must be
 
@@ -103,10 +112,7 @@ def test_empirical_privacy_loss_with_chosen_bounds_stays_within_what_the_counts_
     # the same neighbouring tables, max_groups left to choose (public groups: the DP median of groups per
     # person, 1 here by thousands of people against a noise scale of 20): the counts get what the people count
     # and the choice leave, reported as epsilon_aggregates, and their privacy loss reaches it and no more
-    groups = 4000
-    dp_con.execute(f"CREATE OR REPLACE TABLE dp_base AS SELECT g AS grp, g * 10 + p AS person FROM range({groups}) a(g), range(3) b(p)")
-    dp_con.execute("CREATE OR REPLACE TABLE dp_plus AS SELECT * FROM dp_base UNION ALL SELECT grp, grp * 10 + 9 FROM dp_base WHERE person % 10 = 0")
-    dp_con.execute(f"CREATE OR REPLACE TABLE dp_groups AS SELECT range AS grp FROM range({groups})")
+    neighbouring_tables(dp_con, 4000)
     draws, spent = {}, set()
     for table in ("dp_base", "dp_plus"):
         frames = [dp_con.execute(f"SELECT count, max_groups_contributed, epsilon_aggregates FROM dp_aggregate('{table}', ['grp'], "
@@ -117,13 +123,7 @@ def test_empirical_privacy_loss_with_chosen_bounds_stays_within_what_the_counts_
     assert len(spent) == 1
     m, epsilon = spent.pop()
     assert m == 1 and epsilon < 1
-    edges = np.concatenate([[-np.inf], np.arange(0.5, 7, 0.5), [np.inf]])
-    a, _ = np.histogram(draws["dp_base"], edges)
-    b, _ = np.histogram(draws["dp_plus"], edges)
-    dense = (a >= 300) & (b >= 300)
-    loss = np.max(np.abs(np.log(a[dense] / b[dense])))
-    assert dense.sum() >= 6
-    assert epsilon - 0.35 <= loss <= epsilon + 0.35
+    assert epsilon - 0.35 <= privacy_loss(draws["dp_base"], draws["dp_plus"]) <= epsilon + 0.35
 
 
 def test_gaussian_sigma_is_the_smallest_proven_one():

@@ -63,12 +63,27 @@ grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its se
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
     FROM anon_numbered(table_name, qis := qis, sensitive := sensitive) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
+appearance AS (  -- categorical_order 'appearance': per category QI (lower-case name) a MAP from each value (as
+                 -- text) to its code, the rank of the value's first cell, and the code of NULL. One grouping
+                 -- of (QI, value) pairs: two windows per QI over every cell cost about three times as much.
+    SELECT map_from_entries(list({'key': qi, 'value': codes})) AS codes,
+           map_from_entries(list({'key': qi, 'value': null_code})) AS null_codes
+    FROM (SELECT qi, coalesce(map_from_entries(list({'key': v, 'value': code}) FILTER (WHERE v IS NOT NULL)), MAP {}) AS codes,
+                 min(code) FILTER (WHERE v IS NULL) AS null_code
+          FROM (SELECT qi, v, row_number() OVER (PARTITION BY qi ORDER BY first) - 1 AS code
+                FROM (SELECT qi, v, min(__anon_cell) AS first
+                      FROM (SELECT __anon_cell, unnest(list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q))) AS qi,
+                                   unnest([*COLUMNS(qis)]) AS v
+                            FROM (SELECT __anon_cell, CASE WHEN anon_is_numeric(COLUMNS(qis)) THEN NULL ELSE COLUMNS(qis)::VARCHAR END
+                                  FROM grouped WHERE categorical_order = 'appearance'))
+                      GROUP BY qi, v))
+          GROUP BY qi)),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
-ordered AS (  -- per QI an order key before ranking: the value, or the category's first cell / value rank;
+ordered AS (  -- per QI an order key before ranking: the value, or the category's code / value rank;
               -- under a hierarchy, the leaf's code (a value the hierarchy lacks is an error naming it)
     SELECT __anon_cell,
-        {'num': anon_is_numeric(COLUMNS(qis)),
+        {'num': anon_is_numeric(COLUMNS(qis)) OR categorical_order = 'appearance',  -- keys already
          'hier': hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL,
          'f': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
                    THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
@@ -81,11 +96,11 @@ ordered AS (  -- per QI an order key before ranking: the value, or the category'
                    WHEN categorical_order = 'value'
                    THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
                                                          THEN COLUMNS(qis) END NULLS LAST)
-                   ELSE min(__anon_cell) OVER (PARTITION BY CASE WHEN categorical_order = 'appearance'
-                                                                      AND NOT anon_is_numeric(COLUMNS(qis))
-                                                                 THEN COLUMNS(qis) END) END}
-    FROM grouped LEFT JOIN hier ON true),
-ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1
+                   ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                                 app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END}
+    FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true),
+ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1 (in
+             -- categorical_order 'value', their value ranks are ranked once more: the same codes)
     SELECT __anon_cell,
         CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
              THEN struct_extract(COLUMNS(qis), 'f')

@@ -50,7 +50,7 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
 -- The names of the relations mondrian()'s macros define inside (10_mondrian.sql): a user table of one of these
 -- names is shadowed by them inside DuckDB's binding, so mondrian() refuses it rather than misread it.
 CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
-    ['attempt', 'candidates', 'cands', 'cells', 'checked_cells', 'decided', 'decisions', 'every_ranked', 'failed', 'fallback',
+    ['appearance', 'attempt', 'candidates', 'cands', 'cells', 'checked_cells', 'decided', 'decisions', 'every_ranked', 'failed', 'fallback',
      'freq', 'grouped', 'hier', 'hierarchies', 'joined', 'keyed', 'keyed_cells', 'labels', 'leaf_ancestors',
      'located', 'medians', 'nulls', 'ordered', 'others', 'others_freq', 'others_keyed', 'others_median',
      'others_running', 'others_unit_split', 'parts', 'pieces', 'placed', 'plain_labels', 'qi_order', 'qi_types',

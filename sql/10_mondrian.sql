@@ -15,7 +15,7 @@
 --                   (duckdb_anon/levels/macros.py); anon_partition_checked, below, serves hierarchies (a
 --                   hierarchical QI cuts into the covering node's children), models and suppression.
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
---                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
+--                   each source row finds its cell by a hash of its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
 --   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
 --                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
@@ -144,7 +144,7 @@ nulls AS (
 SELECT c.* EXCLUDE (__anon_key), list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
 FROM cells c JOIN raw r USING (__anon_cell), nulls;
 
--- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
+-- Partition the cells. Returns (cell, off, n, part, __anon_s, __anon_hash, <one {'v', 'k'} column per QI>):
 -- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`.
 -- Plain calls (no hierarchy, model or suppression; at most 32 QIs) run the recursion generated from the
 -- level plan (duckdb_anon/levels/macros.py: anon_level_partition_<width>_<mode>_<rule>), the others the

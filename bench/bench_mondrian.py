@@ -4,12 +4,15 @@
     python bench/bench_mondrian.py 30162 1000000
     python bench/bench_mondrian.py 30162 --engines sql levels   # mondrian() and duckdb_anon.levels side by side
     python bench/bench_mondrian.py 30162 300000 1000000 --modes strict --engines sql levels floor
+    python bench/bench_mondrian.py 30162 --before /path/to/an/older/checkout   # each engine on both codes
 
 Scaled tables sample Adult rows with replacement (deterministic hash of the row number) and jitter the two
 numeric QIs by -1, 0 or +1. Each run happens in a fresh subprocess so peak memory (ru_maxrss) is its own;
 the 10M-row run uses SET memory_limit = '2GB' and spills to a temporary folder. The engine 'floor' is no
 anonymization, the least any engine could take: a plain GROUP BY over the QIs counting the rows, written
-to a table. Prints a Markdown table, with the machine's load average before and after.
+to a table. `--before DIR` also runs every engine but 'floor' on the package found in DIR (an older
+checkout), right after the current code's run, so that both are measured at the same load. Prints a
+Markdown table, with the machine's load average before and after.
 """
 import json
 import os
@@ -79,19 +82,25 @@ def main():
     engines = _option(args, "--engines") or ["sql"]
     modes = _option(args, "--modes") or ["strict", "relaxed"]
     sizes = [int(a) for a in args if a.isdigit()] or SIZES
+    before = _option(args, "--before")
     print(f"load average before: {os.getloadavg()[0]:.1f}")
-    print("| rows | mode | engine | wall time (s) | CPU time (s, both cores) | peak RSS (MB) | achieved k |")
-    print("|---:|---|---|---:|---:|---:|---:|")
+    print("| rows | mode | engine | code | wall time (s) | CPU time (s, both cores) | peak RSS (MB) | achieved k |")
+    print("|---:|---|---|---|---:|---:|---:|---:|")
     for n in sizes:
         for mode in modes:
             for engine in engines:
-                out = subprocess.run([sys.executable, __file__, "--one", str(n), mode, engine], capture_output=True, text=True)
-                if out.returncode != 0:
-                    print(f"| {n:,} | {mode} | {engine} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | | |", flush=True)
-                    continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                print(f"| {n:,} | {mode} | {engine} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | {r['achieved_k'] or '--'} |",
-                      flush=True)
+                codes = [("current", os.environ)] + [("before", {**os.environ, "PYTHONPATH": before[0]})
+                                                     for _ in before[:1] if engine != "floor"]
+                for code, env in codes:
+                    out = subprocess.run([sys.executable, __file__, "--one", str(n), mode, engine], capture_output=True,
+                                         text=True, env=env)
+                    if out.returncode != 0:
+                        print(f"| {n:,} | {mode} | {engine} | {code} | failed: {out.stderr.strip().splitlines()[-1][:80]} | | | |",
+                              flush=True)
+                        continue
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    print(f"| {n:,} | {mode} | {engine} | {code} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | "
+                          f"{r['achieved_k'] or '--'} |", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -167,8 +167,18 @@ WHERE NOT checked OR anon_check(EXISTS (SELECT 1 FROM problems), fn, 'hierarchie
 GROUP BY c.qi, c.leaf, c.path, c.code;
 
 -- One row: per QI (lower-case name) its leaf codes (MAP leaf -> code), its nodes root first
--- (LIST of {name, lo, hi, depth}) and its number of leaves. NULL maps when there are no hierarchies.
+-- (LIST of {name, lo, hi, depth}) and its number of leaves. NULL maps when there are no hierarchies: that
+-- row is written as a constant, since binding the machinery below costs every plain mondrian() call about
+-- 20 ms per use (it is used twice). query() gets fixed text and escaped literals only.
 CREATE OR REPLACE MACRO anon_hierarchy_maps(fn, hierarchy_sql, checked := true) AS TABLE
+FROM query(CASE WHEN coalesce(hierarchy_sql, anon_no_hierarchies()) = anon_no_hierarchies()
+                THEN 'SELECT NULL::MAP(VARCHAR, MAP(VARCHAR, BIGINT)) AS codes, '
+                     || 'NULL::MAP(VARCHAR, STRUCT("name" VARCHAR, lo BIGINT, hi BIGINT, depth BIGINT)[]) AS nodes, '
+                     || 'NULL::MAP(VARCHAR, BIGINT) AS leaf_counts'
+                ELSE 'FROM anon_hierarchy_maps_built(' || anon_sql_literal(fn) || ', ' || anon_sql_literal(hierarchy_sql)
+                     || ', checked := ' || CASE WHEN checked THEN 'true' ELSE 'false' END || ')' END);
+
+CREATE OR REPLACE MACRO anon_hierarchy_maps_built(fn, hierarchy_sql, checked) AS TABLE
 WITH
 leaves AS MATERIALIZED (SELECT * FROM anon_hierarchy_leaves(fn, hierarchy_sql, checked := checked)),
 nodes AS (

@@ -15,7 +15,7 @@
 --                   (duckdb_anon/levels/macros.py); anon_partition_checked, below, serves hierarchies (a
 --                   hierarchical QI cuts into the covering node's children), models and suppression.
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
---                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
+--                   each source row finds its cell by a hash of its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
 --   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
 --                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
@@ -63,12 +63,27 @@ grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its se
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
     FROM anon_numbered(table_name, qis := qis, sensitive := sensitive) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
+appearance AS (  -- categorical_order 'appearance': per category QI (lower-case name) a MAP from each value (as
+                 -- text) to its code, the rank of the value's first cell, and the code of NULL. One grouping
+                 -- of (QI, value) pairs: two windows per QI over every cell cost about three times as much.
+    SELECT map_from_entries(list({'key': qi, 'value': codes})) AS codes,
+           map_from_entries(list({'key': qi, 'value': null_code})) AS null_codes
+    FROM (SELECT qi, coalesce(map_from_entries(list({'key': v, 'value': code}) FILTER (WHERE v IS NOT NULL)), MAP {}) AS codes,
+                 min(code) FILTER (WHERE v IS NULL) AS null_code
+          FROM (SELECT qi, v, row_number() OVER (PARTITION BY qi ORDER BY first) - 1 AS code
+                FROM (SELECT qi, v, min(__anon_cell) AS first
+                      FROM (SELECT __anon_cell, unnest(list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q))) AS qi,
+                                   unnest([*COLUMNS(qis)]) AS v
+                            FROM (SELECT __anon_cell, CASE WHEN anon_is_numeric(COLUMNS(qis)) THEN NULL ELSE COLUMNS(qis)::VARCHAR END
+                                  FROM grouped WHERE categorical_order = 'appearance'))
+                      GROUP BY qi, v))
+          GROUP BY qi)),
 -- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
 -- values through it costs several times more than the ranking itself.
-ordered AS (  -- per QI an order key before ranking: the value, or the category's first cell / value rank;
+ordered AS (  -- per QI an order key before ranking: the value, or the category's code / value rank;
               -- under a hierarchy, the leaf's code (a value the hierarchy lacks is an error naming it)
     SELECT __anon_cell,
-        {'num': anon_is_numeric(COLUMNS(qis)),
+        {'num': anon_is_numeric(COLUMNS(qis)) OR categorical_order = 'appearance',  -- keys already
          'hier': hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL,
          'f': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
                    THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
@@ -81,11 +96,11 @@ ordered AS (  -- per QI an order key before ranking: the value, or the category'
                    WHEN categorical_order = 'value'
                    THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
                                                          THEN COLUMNS(qis) END NULLS LAST)
-                   ELSE min(__anon_cell) OVER (PARTITION BY CASE WHEN categorical_order = 'appearance'
-                                                                      AND NOT anon_is_numeric(COLUMNS(qis))
-                                                                 THEN COLUMNS(qis) END) END}
-    FROM grouped LEFT JOIN hier ON true),
-ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1
+                   ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                                 app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END}
+    FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true),
+ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1 (in
+             -- categorical_order 'value', their value ranks are ranked once more: the same codes)
     SELECT __anon_cell,
         CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
              THEN struct_extract(COLUMNS(qis), 'f')
@@ -98,8 +113,14 @@ keys AS (  -- the keys as one list, and the QIs' names in the same order (COLUMN
 -- Pair each QI's value with its key under the QI's name (two different COLUMNS() cannot meet in one
 -- expression; the keys' list can).
 SELECT g.__anon_cell, g.__anon_n, row(*COLUMNS(qis)) AS __anon_key, g.__anon_s,
+       anon_cell_hash(row(*COLUMNS(qis)), g.__anon_s) AS __anon_hash,
        {'v': COLUMNS(qis), 'k': k.keys[list_position(k.names, lower(alias(COLUMNS(qis))))]}
 FROM grouped g JOIN keys k USING (__anon_cell);
+
+-- The hash by which a source row finds its cell (anon_mondrian_labelled): of the row's QI values as one
+-- STRUCT and its sensitive value. A join on this number costs a third of a join on the STRUCT itself
+-- (1M rows); two cells sharing a hash are refused there, so no row can find another's cell.
+CREATE OR REPLACE MACRO anon_cell_hash(key, s) AS hash(key, s);
 
 -- The cells of anon_cells() with their QI keys as one list, __anon_keys, in the order of the qis list (ties
 -- between QIs go to the earliest listed); a NULL in a numeric QI sorts after every value, one table-range
@@ -120,10 +141,10 @@ nulls AS (
     SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
     FROM (SELECT d, min(key) AS lo, max(key) AS hi
           FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d))
-SELECT c.*, list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
+SELECT c.* EXCLUDE (__anon_key), list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
 FROM cells c JOIN raw r USING (__anon_cell), nulls;
 
--- Partition the cells. Returns (cell, off, n, part, __anon_key, __anon_s, <one {'v', 'k'} column per QI>):
+-- Partition the cells. Returns (cell, off, n, part, __anon_s, __anon_hash, <one {'v', 'k'} column per QI>):
 -- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part`.
 -- Plain calls (no hierarchy, model or suppression; at most 32 QIs) run the recursion generated from the
 -- level plan (duckdb_anon/levels/macros.py: anon_level_partition_<width>_<mode>_<rule>), the others the
@@ -422,28 +443,41 @@ labels AS (  -- a QI with a hierarchy reads as the node covering the class's lea
                    'hi': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'hi') END,
                    'mean': CASE WHEN part >= 0 THEN struct_extract(COLUMNS(qis), 'mean') END}}
     FROM plain_labels, anon_hierarchy_maps(fn, hierarchy_sql, checked := false) h),
-cells AS MATERIALIZED (  -- per cell: its tuple key and, unless relaxed mode cut it, its class; the labels
-    -- join by class once rows have found their cells. k may not exceed the row count, the total of the
-    -- cells (an empty table has no cells and no release)
-    SELECT __anon_key, __anon_s, cell AS __anon_cellid, part AS __anon_part
-    FROM (SELECT any_value(__anon_key) AS __anon_key, any_value(__anon_s) AS __anon_s, cell, CASE WHEN count(*) = 1 THEN any_value(part) END AS part,
-                 sum(sum(n)) OVER () AS total_rows
-          FROM pieces GROUP BY cell)
-    WHERE anon_check(k > total_rows, fn, 'k', 'is ' || k::VARCHAR || ' but the table has only ' || total_rows::VARCHAR || ' rows')),
-located AS (
-    SELECT r.* EXCLUDE (__anon_key, __anon_s), c.__anon_cellid, c.__anon_part
-    FROM (SELECT COLUMNS(lambda c: NOT anon_is_qi(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
-                 CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
-          FROM anon_numbered(table_name, qis := qis, sensitive := sensitive)) r
-    JOIN cells c ON r.__anon_key IS NOT DISTINCT FROM c.__anon_key AND r.__anon_s IS NOT DISTINCT FROM c.__anon_s)
-SELECT l.* EXCLUDE (__anon_cellid, __anon_part), lb.* EXCLUDE (part) FROM located l JOIN labels lb ON lb.part = l.__anon_part
+cells AS MATERIALIZED (  -- per cell: its hash and, unless relaxed mode cut it, its class (strict mode never
+    -- cuts a cell: one piece each); the labels join by class once rows have found their cells. k may not
+    -- exceed the row count, the total of the cells (an empty table has no cells and no release)
+    SELECT __anon_hash, cell AS __anon_cellid, part AS __anon_part FROM pieces WHERE mode = 'strict'
+    UNION ALL
+    SELECT any_value(__anon_hash), cell, CASE WHEN count(*) = 1 THEN any_value(part) END
+    FROM pieces WHERE mode <> 'strict' GROUP BY cell),
+checked_cells AS (
+    SELECT * FROM cells
+    WHERE (SELECT anon_check(k > sum(n), fn, 'k', 'is ' || k::VARCHAR || ' but the table has only ' || sum(n)::VARCHAR || ' rows')
+                  AND CASE WHEN count(DISTINCT __anon_hash) < count(DISTINCT cell)
+                           THEN error(fn || '(): ' || (count(DISTINCT cell) - count(DISTINCT __anon_hash))::VARCHAR
+                                      || ' pair(s) of different QI vectors share a 64-bit hash (anon_cell_hash); no release '
+                                      || 'is made rather than a wrong one') ELSE true END
+           FROM pieces)),
+cell_labels AS (  -- the labels joined to the cells, so that each source row needs one join
+    SELECT c.*, lb.* EXCLUDE (part) FROM checked_cells c LEFT JOIN labels lb ON lb.part = c.__anon_part),
+located AS (  -- every source row has a cell: an unmatched row would be an error, never a row left out
+    SELECT r.* EXCLUDE (__anon_hash), c.* EXCLUDE (__anon_hash, __anon_cellid),
+           CASE WHEN c.__anon_cellid IS NULL THEN error(fn || '(): source row ' || r.__anon_row::VARCHAR || ' found no cell')
+                ELSE c.__anon_cellid END AS __anon_cellid
+    FROM (SELECT * EXCLUDE (__anon_key, __anon_s), anon_cell_hash(__anon_key, __anon_s) AS __anon_hash
+          FROM (SELECT COLUMNS(lambda c: NOT anon_is_qi(qis, c)), row(*COLUMNS(qis)) AS __anon_key,
+                       CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s
+                FROM anon_numbered(table_name, qis := qis, sensitive := sensitive))) r
+    LEFT JOIN cell_labels c ON r.__anon_hash = c.__anon_hash)
+SELECT * EXCLUDE (__anon_cellid, __anon_part) FROM located WHERE __anon_part IS NOT NULL
 UNION ALL BY NAME  -- relaxed mode's cut cells: the first rows (in row order) go to the first piece. The
                   -- mode test lets the optimizer drop this branch (and its sort) in strict mode.
 SELECT l.* EXCLUDE (__anon_cellid, __anon_rank), lb.* EXCLUDE (part)
-FROM (SELECT * EXCLUDE (__anon_part), row_number() OVER (PARTITION BY __anon_cellid ORDER BY __anon_row) - 1 AS __anon_rank
+FROM (SELECT COLUMNS(lambda c: NOT anon_is_qi(qis, c) AND c NOT IN ('__anon_part', '__anon_class', '__anon_size')),
+             row_number() OVER (PARTITION BY __anon_cellid ORDER BY __anon_row) - 1 AS __anon_rank
       FROM located WHERE __anon_part IS NULL AND mode = 'relaxed') l
 ASOF JOIN (SELECT cell, off, part FROM pieces
-           WHERE mode = 'relaxed' AND cell IN (SELECT __anon_cellid FROM cells WHERE __anon_part IS NULL)) p
+           WHERE mode = 'relaxed' AND cell IN (SELECT __anon_cellid FROM checked_cells WHERE __anon_part IS NULL)) p
     ON p.cell = l.__anon_cellid AND l.__anon_rank >= p.off
 JOIN labels lb ON lb.part = p.part;
 

@@ -50,11 +50,11 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
 -- The names of the relations mondrian()'s macros define inside (10_mondrian.sql): a user table of one of these
 -- names is shadowed by them inside DuckDB's binding, so mondrian() refuses it rather than misread it.
 CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
-    ['attempt', 'candidates', 'cands', 'cells', 'decided', 'decisions', 'every_ranked', 'failed', 'fallback',
+    ['appearance', 'attempt', 'candidates', 'cands', 'cells', 'checked_cells', 'decided', 'decisions', 'every_ranked', 'failed', 'fallback',
      'freq', 'grouped', 'hier', 'hierarchies', 'joined', 'keyed', 'keyed_cells', 'labels', 'leaf_ancestors',
      'located', 'medians', 'nulls', 'ordered', 'others', 'others_freq', 'others_keyed', 'others_median',
      'others_running', 'others_unit_split', 'parts', 'pieces', 'placed', 'plain_labels', 'qi_order', 'qi_types',
-     'ranked', 'raw', 'regions', 'row_medians', 'row_sizes', 'sensitive_ranks', 'shared', 'shares', 'side_checks',
+     'ranked', 'raw', 'regions', 'cell_labels', 'row_medians', 'row_sizes', 'sensitive_ranks', 'shared', 'shares', 'side_checks',
      'sides', 'span', 'state', 'table_dist', 'tied', 'tried', 'tried_freq', 'tried_keyed', 'tried_median',
      'tried_running', 'tried_unit_split', 'vranks', 'widest'];
 

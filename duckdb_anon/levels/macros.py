@@ -70,10 +70,16 @@ span AS MATERIALIZED ({plan.span("cells")}),
 {recursion(plan, plan.root("cells", "span"))}
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
-    text = text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")
-    leftover = re.search(r".{0,40}\d{8,}", text)
+    return k_as_parameter(text, _K, "levels/macros.py")
+
+
+def k_as_parameter(text: str, k: int, where: str, parameter: str = "__anon_k") -> str:
+    """`text` written with the stand-in `k`, with the macro's `parameter` in its place."""
+    text = text.replace(str(2 * k), f"(2 * {parameter})").replace(str(k), parameter)
+    leftover = re.search(r"\d{8,}", text)  # (a leading .{0,40} made the search backtrack: 75 ms per shape)
     if leftover:  # k entered the text in a form not replaced above: never install such a macro
-        raise AssertionError(f"levels/macros.py: the plan writes k in a form the macro cannot take: {leftover.group()}")
+        raise AssertionError(f"{where}: the plan writes k in a form the macro cannot take: "
+                             f"{text[max(leftover.start() - 40, 0):leftover.end()]}")
     return text
 
 

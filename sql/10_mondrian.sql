@@ -12,8 +12,9 @@
 --                   A partition is named by its offset in a virtual ordering of the rows (each piece of a
 --                   cut starts at the parent's offset plus the rows of the pieces before it), so names
 --                   never collide. Plain calls run the recursion generated from the level plan
---                   (duckdb_anon/levels/macros.py); anon_partition_checked, below, serves hierarchies (a
---                   hierarchical QI cuts into the covering node's children), models and suppression.
+--                   (duckdb_anon/levels/macros.py); hierarchies (a hierarchical QI cuts into the covering
+--                   node's children), models and suppression the one generated from its checked cuts
+--                   (duckdb_anon/levels/checked_macros.py).
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).

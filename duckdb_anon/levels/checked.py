@@ -23,10 +23,10 @@ class CheckedPlan(Plan):
     """The level queries of a run with hierarchies, a privacy model or suppression.
 
     The level driver knows at each run which QIs have a hierarchy, whether a sensitive column is given and
-    the model, and writes them into the text. mondrian()'s generated macro (checked_macros.py) learns them
-    only at the call: there ``hier_at_call`` is set, every QI position is listed in ``models.hier`` and a QI
-    is cut by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI), and
-    the hooks below (``_sensitive_on``, ``_ordered``, ``_suppress``) read the macro's parameters."""
+    the model, and writes them into the text. mondrian()'s generated recursion (checked_macros.py) learns
+    them only at the call: there ``hier_at_call`` is set, every QI position is listed in ``models.hier`` and
+    a QI is cut by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI),
+    and the hooks below (``_sensitive_on``, ``_ordered``, ``_suppress``) read the call's arguments."""
 
     hier_at_call = False
 

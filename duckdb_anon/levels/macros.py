@@ -12,8 +12,8 @@ hand-written recursion 3-4 times as much). So each macro has a fixed number of k
 a call with fewer QIs fills the other columns with 0, a constant no level ever cuts (its keys never
 differ). Creating a macro costs every install 5-30 ms (DuckDB parses and checks its 6-37 kB), so only
 the common shapes have one. ``anon_partition`` (sql/10_mondrian.sql) calls the macro of the call's shape,
-and the checked recursion when there is none or when a hierarchy, a model or suppression is asked for
-(the plan does not have those rules yet).
+and the checked recursion (checked_macros.py) when there is none or when a hierarchy, a model or
+suppression is asked for.
 
 The plan's text is DuckDB SQL already, so the macros take it as written (sqlglot's round trip would cost
 about 0.1 s per macro at every install); k enters as the macro's parameter ``__anon_k``.

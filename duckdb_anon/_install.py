@@ -58,6 +58,7 @@ def _lock_for(path: str | None) -> threading.Lock:
 def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Every macro, the version and the declarations: the statements of one transaction."""
     from duckdb_anon import __version__, dp
+    from duckdb_anon.levels.checked_macros import checked_macros
     from duckdb_anon.levels.macros import partition_macros
     from duckdb_anon.privacy_units import apply_privacy_units
     from duckdb_anon._catalog_upgrade import restore_old_catalogs, set_aside_old_catalogs
@@ -71,7 +72,7 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)
         con.execute(statement)
-    for statement in partition_macros():  # mondrian()'s recursion, generated from levels/plan.py
+    for statement in partition_macros() + checked_macros():  # mondrian()'s recursions, generated from levels/
         con.execute(statement)
     apply_privacy_units(con)  # privacy_unit_rows() from the declarations the file holds
     apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)

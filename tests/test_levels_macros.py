@@ -1,11 +1,11 @@
-"""mondrian() has two recursions: the one generated from the level plan (duckdb_anon/levels/macros.py), which
-plain calls run, and the checked one of sql/10_mondrian.sql, which runs when a hierarchy, a model or
-suppression is asked for. Each test here is a small table where one rule decides the classes: both
-recursions must give the classes the plain-Python reference (tests/reference_mondrian.py) gives, and the
-same release, labels included.
+"""mondrian() has two recursions, both generated from the level plan: the plain one (duckdb_anon/levels/macros.py),
+which plain calls run, and the checked one (levels/checked_macros.py, from levels/checked.py), which runs when
+a hierarchy, a model or suppression is asked for. Each test here is a small table where one rule decides the
+classes: both recursions must give the classes the plain-Python reference (tests/reference_mondrian.py)
+gives, and the same release, labels included.
 
-The checked recursion runs on a second connection whose dispatcher names no generated macro (as for a
-call with a hierarchy), so each table is anonymized both ways on real DuckDB."""
+The checked recursion runs on a second connection whose dispatcher names no plain macro (as for a call
+with a hierarchy), so each table is anonymized both ways on real DuckDB."""
 import pytest
 
 import duckdb_anon

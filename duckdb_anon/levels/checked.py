@@ -20,13 +20,36 @@ from duckdb_anon.levels.plan import Plan
 
 
 class CheckedPlan(Plan):
-    """The level queries of a run with hierarchies, a privacy model or suppression."""
+    """The level queries of a run with hierarchies, a privacy model or suppression.
+
+    The level driver knows at each run which QIs have a hierarchy, whether a sensitive column is given and
+    the model, and writes them into the text. mondrian()'s generated recursion (checked_macros.py) learns
+    them only at the call: there ``hier_at_call`` is set, every QI position is listed in ``models.hier`` and
+    a QI is cut by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI),
+    and the hooks below (``_sensitive_on``, ``_ordered``, ``_suppress``) read the call's arguments."""
+
+    hier_at_call = False
+
+    def _sensitive_on(self) -> str:
+        """SQL: is a sensitive column given (then every cut has its sides counted)?"""
+        return "true" if self.sensitive else "false"
+
+    def _ordered(self) -> str:
+        """SQL: are the sensitive values ordered (numbers and dates, for t-closeness)?"""
+        return str(self.models.ordered).lower()
+
+    def _suppress(self) -> str:
+        """SQL: the share of rows that may be suppressed (the root's budget is that share of the rows)."""
+        return repr(float(self.models.suppress))
 
     def _width(self, d: int) -> str:
-        if d in self.models.hier:  # the covering node's share of the leaves; a single leaf counts 0
-            return f"CASE WHEN p.hi{d} > p.lo{d} THEN CAST(l{d}.nhi - l{d}.nlo + 1 AS DOUBLE) / l{d}.leaves ELSE 0.0 END"
         lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
-        return f"CASE WHEN s.range{d} > 0 THEN (p.{hi}{d} - p.{lo}{d}) / s.range{d} ELSE 0.0 END"
+        numeric = f"CASE WHEN s.range{d} > 0 THEN (p.{hi}{d} - p.{lo}{d}) / s.range{d} ELSE 0.0 END"
+        if d not in self.models.hier:
+            return numeric
+        # the covering node's share of the leaves; a single leaf counts 0
+        node = f"CASE WHEN p.hi{d} > p.lo{d} THEN CAST(l{d}.nhi - l{d}.nlo + 1 AS DOUBLE) / l{d}.leaves ELSE 0.0 END"
+        return f"CASE WHEN l{d}.depth IS NOT NULL THEN {node} ELSE {numeric} END" if self.hier_at_call else node
 
     def _candidates(self) -> str:
         """Per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
@@ -37,7 +60,7 @@ class CheckedPlan(Plan):
             lcas.append(f"l{d} AS (SELECT g.part, arg_max(h.lo, h.depth) AS nlo, arg_max(h.hi, h.depth) AS nhi, "
                         f"max(h.depth) AS depth, max(h.leaves) AS leaves FROM grp g JOIN hnode h "
                         f"ON h.d = {d} AND h.lo <= g.lo{d} AND h.hi >= g.hi{d} GROUP BY g.part)")
-            joins.append(f"JOIN l{d} ON l{d}.part = p.part")
+            joins.append(f"{'LEFT ' if self.hier_at_call else ''}JOIN l{d} ON l{d}.part = p.part")
         depths = "".join(f", l{d}.depth AS nd{d}" for d in self.models.hier)
         widths = ", ".join(f"{self._width(d)} AS w{d}" for d in range(self.q))
         return f"""
@@ -52,13 +75,13 @@ class CheckedPlan(Plan):
         """Every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
         is valid before its sides are counted, and whether they must be (checked)."""
         positions = self._each("SELECT {d} AS d", " UNION ALL ")
-        hier = " OR ".join(f"p.d = {d}" for d in self.models.hier) or "false"
+        hier = " OR ".join(f"(p.d = {d} AND c.nd{d} IS NOT NULL)" if self.hier_at_call else f"p.d = {d}"
+                           for d in self.models.hier) or "false"
         depth = ("CASE p.d " + " ".join(f"WHEN {d} THEN c.nd{d}" for d in self.models.hier) + " END"
                  if self.models.hier else "CAST(NULL AS BIGINT)")
         valid = ("(m.cum >= {k} AND t.rows - m.cum >= {k}) OR (t.budget > 0 AND t.rows - m.cum > 0 "
                  "AND (m.cum >= {k} OR t.rows - m.cum >= {k}))" if self.mode == "strict"
                  else "t.rows // 2 >= {k}").format(k=self.k)
-        sensitive = "true" if self.sensitive else "false"
         return self.sql(f"""
             WITH tried AS (SELECT c.part, p.d AS dim, c.rows, c.budget, false AS unit, {hier} AS hier, {depth} AS nd,
                                   {self._of_dim('p.d', 'c.w{d}')} AS w
@@ -67,7 +90,7 @@ class CheckedPlan(Plan):
             {self._medians('plain', 'plain_')}
             SELECT t.*, m.split, m.nxt, m.cnt, m.cum,
                    t.hier OR (m.cum IS NOT NULL AND ({valid})) AS valid,
-                   t.hier OR {sensitive} OR t.budget > 0 AS checked
+                   t.hier OR {self._sensitive_on()} OR t.budget > 0 AS checked
             FROM tried t LEFT JOIN plain_median m ON m.part = t.part AND m.dim = t.dim""",
                         state=state, cands=cands)
 
@@ -86,7 +109,7 @@ class CheckedPlan(Plan):
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
         # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps)
-        model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {str(self.models.ordered).lower()})"
+        model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {self._ordered()})"
                  if self.sensitive else "")
         return self.sql(f"""
             WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt

@@ -12,8 +12,8 @@ hand-written recursion 3-4 times as much). So each macro has a fixed number of k
 a call with fewer QIs fills the other columns with 0, a constant no level ever cuts (its keys never
 differ). Creating a macro costs every install 5-30 ms (DuckDB parses and checks its 6-37 kB), so only
 the common shapes have one. ``anon_partition`` (sql/10_mondrian.sql) calls the macro of the call's shape,
-and the checked recursion when there is none or when a hierarchy, a model or suppression is asked for
-(the plan does not have those rules yet).
+and the checked recursion (checked_macros.py) when there is none or when a hierarchy, a model or
+suppression is asked for.
 
 The plan's text is DuckDB SQL already, so the macros take it as written (sqlglot's round trip would cost
 about 0.1 s per macro at every install); k enters as the macro's parameter ``__anon_k``.
@@ -70,10 +70,16 @@ span AS MATERIALIZED ({plan.span("cells")}),
 {recursion(plan, plan.root("cells", "span"))}
 SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
 FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
-    text = text.replace(str(2 * _K), "(2 * __anon_k)").replace(str(_K), "__anon_k")
-    leftover = re.search(r".{0,40}\d{8,}", text)
+    return k_as_parameter(text, _K, "levels/macros.py")
+
+
+def k_as_parameter(text: str, k: int, where: str, parameter: str = "__anon_k") -> str:
+    """`text` written with the stand-in `k`, with the macro's `parameter` in its place."""
+    text = text.replace(str(2 * k), f"(2 * {parameter})").replace(str(k), parameter)
+    leftover = re.search(r"\d{8,}", text)  # (a leading .{0,40} made the search backtrack: 75 ms per shape)
     if leftover:  # k entered the text in a form not replaced above: never install such a macro
-        raise AssertionError(f"levels/macros.py: the plan writes k in a form the macro cannot take: {leftover.group()}")
+        raise AssertionError(f"{where}: the plan writes k in a form the macro cannot take: "
+                             f"{text[max(leftover.start() - 40, 0):leftover.end()]}")
     return text
 
 

@@ -70,14 +70,23 @@ def hierarchy_queries(con, fn: str, hierarchies, qis: list[str]) -> tuple[str, s
                           [fn, hierarchies, list(qis)]).fetchall()[0][0]
     positions = con.execute("SELECT anon_sql_list(?)", [[q.lower() for q in qis]]).fetchall()[0][0]
     name = con.execute("SELECT anon_sql_literal(?)", [fn]).fetchall()[0][0]
+    return hierarchy_relations(name, literal, positions)
+
+
+def hierarchy_relations(fn: str, hierarchy_sql: str, positions: str, checked: bool = True) -> tuple[str, str]:
+    """The SELECTs of hanc and hnode, given SQL expressions for the function's name, the hierarchies' SQL
+    text (anon_hierarchy_sql's) and the QIs' lower-case names in order: quoted literals for the level
+    driver, a macro's parameters for mondrian()'s generated recursion. `checked`: validate the trees
+    (mondrian()'s cells have done it already)."""
+    check = "" if checked else ", checked := false"
     anc = (f"SELECT list_position({positions}, qi) - 1 AS d, leaf, code::BIGINT AS code, "
            f"unnest(range(len(anc)))::BIGINT AS depth, unnest(anc)::BIGINT AS lo "
-           f"FROM anon_hierarchy_leaves({name}, {literal})")
+           f"FROM anon_hierarchy_leaves({fn}, {hierarchy_sql}{check})")
     node = (f"SELECT list_position({positions}, e.key) - 1 AS d, e.n.name AS name, e.n.lo::BIGINT AS lo, "
             f"e.n.hi::BIGINT AS hi, e.n.depth::BIGINT AS depth, e.leaves::BIGINT AS leaves "
             f"FROM (SELECT {{'key': m.key, 'n': unnest(m.value), 'leaves': h.leaf_counts[m.key]}} AS e "
             f"FROM (SELECT unnest(map_entries(nodes)) AS m, leaf_counts "
-            f"FROM anon_hierarchy_maps({name}, {literal}, checked := false)) AS h(m, leaf_counts))")
+            f"FROM anon_hierarchy_maps({fn}, {hierarchy_sql}, checked := false)) AS h(m, leaf_counts))")
     return anc, node
 
 

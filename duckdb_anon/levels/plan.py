@@ -141,7 +141,7 @@ class Plan:
                 raw.append(f"g.v{d}::DOUBLE AS r{d}")
         sens = ""
         if self.sensitive:  # the sensitive value's rank in value order, NULL last (as the measures rank it)
-            codes.append("sranks AS (SELECT sv AS rv, dense_rank() OVER (ORDER BY sv NULLS LAST) AS r FROM grouped GROUP BY sv)")
+            codes.append(f"sranks AS ({self.sensitive_ranks('grouped')})")
             joins.append("LEFT JOIN sranks ON g.sv IS NOT DISTINCT FROM sranks.rv")
             sens = ", g.sv, sranks.r AS s"
         ctes = [*([] if grouped else [f"grouped AS ({self._grouped(numbered)})"]), *codes,
@@ -157,6 +157,12 @@ class Plan:
         return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}{', sv, s' if self.sensitive else ''}, "
                         f"{keys} FROM coded CROSS JOIN bounds", source=source, **tables)
 
+    @staticmethod
+    def sensitive_ranks(values: str) -> str:
+        """Per sensitive value (column sv of `values`, one row per cell) its rank in value order, NULL last,
+        as the measures rank it: rv (the value), r (the rank, from 1)."""
+        return f"SELECT sv AS rv, dense_rank() OVER (ORDER BY sv NULLS LAST) AS r FROM {values} GROUP BY sv"
+
     def keys(self, cells: str) -> str:
         """What the levels read of the cells (root()): cell, n and the keys."""
         return self.sql(f"SELECT cell, n, {self._each('k{d}')} FROM cells", cells=cells)
@@ -171,7 +177,7 @@ class Plan:
         each piece also carries its sensitive rank (s) and its partition's suppression budget."""
         region = f", {self._each('s.lo{d} AS rlo{d}, s.hi{d} AS rhi{d}')}" if self.rule == "inherited" else ""
         checked = (f", {'c.s' if self.sensitive else 'CAST(NULL AS BIGINT) AS s'}, "
-                   f"CAST(floor({float(self.models.suppress)!r} * s.total_rows) AS BIGINT) AS budget"
+                   f"CAST(floor({self._suppress()} * s.total_rows) AS BIGINT) AS budget"
                    if self.models.checked else "")
         return self.sql(f"SELECT c.cell, 0::BIGINT AS off, c.n::BIGINT AS n, 0::BIGINT AS part, {self._each('c.k{d}')}{region}"
                         f"{checked} FROM cells c CROSS JOIN span s", cells=cells, span=span)

@@ -147,7 +147,7 @@ class Plan:
                 raw.append(f"g.v{d}::DOUBLE AS r{d}")
         sens = ""
         if self.sensitive:  # the sensitive value's rank in value order, NULL last (as the measures rank it)
-            codes.append("sranks AS (SELECT rv, __anon_row AS r FROM svalues)" if numbered_ranks else
+            codes.append("sranks AS (SELECT rv, CAST(__anon_row AS INTEGER) AS r FROM svalues)" if numbered_ranks else
                          "sranks AS (SELECT sv AS rv, dense_rank() OVER (ORDER BY sv NULLS LAST) AS r FROM grouped GROUP BY sv)")
             joins.append("LEFT JOIN sranks ON g.sv IS NOT DISTINCT FROM sranks.rv")
             sens = ", g.sv, sranks.r AS s"

@@ -76,10 +76,12 @@ class Engine(ABC):
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
 
-    def level_engine(self, cells: int, inputs: dict[str, str]) -> "Engine":
+    def level_engine(self, cells: int, inputs: dict[str, str], macros: str | None = None) -> "Engine":
         """The engine the level loop runs on, given the table's `cells` (distinct QI vectors, which bound
         every level's rows) and what the loop reads (relation name -> query over this engine): this
-        engine, or one it copied `inputs` to under the same names (then take_back() ends it)."""
+        engine, or a DuckDB one it copied `inputs` to under the same names, after running `macros` (DuckDB
+        SQL defining the macros the loop's queries call). take_back() ends it, or, when the run fails,
+        the engine's own cleanup."""
         return self
 
     def take_back(self, loop: "Engine", name: str) -> None:

@@ -42,6 +42,7 @@ class SparkEngine(Engine):
         self.frame = frame
         self._columns = [spark_column(f) for f in frame.schema.fields]
         self.versions: dict[str, int] = {}
+        self._driver_con = None  # the DuckDB connection of level_engine(), while it is open
 
     def number_source(self, order: list[str] | None) -> None:
         """The source as the view, its rows numbered in __anon_row: by their columns `order` (ascending,
@@ -118,14 +119,16 @@ class SparkEngine(Engine):
     def rows(self, sql):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
-    def level_engine(self, cells, inputs):
+    def level_engine(self, cells, inputs, macros=None):
         if cells > self.driver_cells:
             return self
         import duckdb
 
         from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 
-        con = duckdb.connect()
+        self._driver_con = con = duckdb.connect()  # closed by take_back(), or by clean() when the run fails
+        if macros:
+            con.execute(macros)
         for name, sql in inputs.items():  # names are ours (Names), the rows come as Arrow
             con.register("__anon_input", self.spark.sql(sql).toArrow())
             con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM __anon_input")
@@ -134,8 +137,13 @@ class SparkEngine(Engine):
 
     def take_back(self, loop, name):
         rows = loop.con.sql(f"SELECT * FROM {name}").to_arrow_table()
-        loop.con.close()
+        self._close_driver()
         self._write(name, self.spark.createDataFrame(rows))
+
+    def _close_driver(self):
+        if self._driver_con is not None:
+            self._driver_con.close()
+            self._driver_con = None
 
     def drop(self, name):
         self.spark.catalog.dropTempView(name)
@@ -150,5 +158,6 @@ class SparkEngine(Engine):
         hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(hadoop_path, True)
 
     def clean(self):
-        """Delete the work folder."""
+        """Close the driver's DuckDB if a failed run left it open, and delete the work folder."""
+        self._close_driver()
         self._delete(self.work_dir)

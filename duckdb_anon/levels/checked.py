@@ -179,14 +179,24 @@ class CheckedPlan(Plan):
     # ---- made once per run ------------------------------------------------------------------------------
     def tdist(self, cells: str) -> str:
         """The sensitive distribution of the whole table: per rank its share (q), the running share (cq),
-        and the histogram (hist), in rank order."""
+        and the histogram (hist), in rank order.
+
+        No step sorts every value in one task (a window without PARTITION BY does on Spark): the running
+        count adds, to a value's running count within its block of 4,096 ranks (a window per block), the
+        rows of the blocks before it (a join of the few blocks' totals)."""
         return self.sql("""
+            WITH hist AS (SELECT s, sum(n) AS n FROM cells GROUP BY s),
+            total AS (SELECT sum(n) AS rows FROM hist),
+            blocked AS (SELECT s, n, s // 4096 AS b, sum(n) OVER (PARTITION BY s // 4096 ORDER BY s) AS within FROM hist),
+            blocks AS (SELECT b, sum(n) AS n FROM blocked GROUP BY b),
+            earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM blocks a LEFT JOIN blocks e ON e.b < a.b GROUP BY a.b),
+            shares AS (SELECT x.s, x.n, CAST(x.n AS DOUBLE) / t.rows AS share,
+                              CAST(x.within + p.n AS DOUBLE) / t.rows AS running
+                       FROM blocked x JOIN earlier p ON p.b = x.b CROSS JOIN total t)
             SELECT list_transform(list_sort(list({'r': s, 'x': share})), lambda e: e.x) AS q,
                    list_transform(list_sort(list({'r': s, 'x': running})), lambda e: e.x) AS cq,
                    list_sort(list({'r': s, 'n': n})) AS hist
-            FROM (SELECT s, n, CAST(n AS DOUBLE) / sum(n) OVER () AS share,
-                         CAST(sum(n) OVER (ORDER BY s) AS DOUBLE) / sum(n) OVER () AS running
-                  FROM (SELECT s, sum(n) AS n FROM cells GROUP BY s))""", cells=cells)
+            FROM shares""", cells=cells)
 
     def whole_table(self, tdist: str) -> str:
         """[1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
@@ -197,6 +207,9 @@ class CheckedPlan(Plan):
                         tdist=tdist)
 
     def missing_leaf(self, cells: str) -> str:
-        """A QI value its hierarchy lacks, as [QI position, the value as text], or no row."""
-        return self.sql(" UNION ALL ".join(f"SELECT {d} AS d, CAST(v{d} AS VARCHAR) AS v FROM cells WHERE k{d} IS NULL"
-                                           for d in self.models.hier) + " LIMIT 1", cells=cells)
+        """Per QI whose hierarchy lacks a value of the column: its position and one such value as text (NULL
+        only when NULL is the one lacking); no row when every value is a leaf. An aggregate, not a LIMIT,
+        which Spark would run in one task."""
+        lacking = " UNION ALL ".join(f"SELECT {d} AS d, CAST(v{d} AS VARCHAR) AS v FROM cells WHERE k{d} IS NULL"
+                                     for d in self.models.hier)
+        return self.sql(f"SELECT d, min(v) AS v FROM ({lacking}) GROUP BY d", cells=cells)

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from duckdb_anon.engines.base import CATEGORICAL, QI, Engine, Names
 from duckdb_anon.levels.checked import CheckedPlan
-from duckdb_anon.levels.models import NO_MODELS, Models
+from duckdb_anon.levels.models import NO_MODELS, Models, models_sql
 from duckdb_anon.levels.macros import as_written, recursion
 from duckdb_anon.levels.plan import Plan
 
@@ -53,7 +53,7 @@ def _check_models(fn: str, engine: Engine, plan: Plan, names: Names, models: Mod
     if models.hier:
         missing = engine.rows(names.real(plan.missing_leaf(cells)))
         if missing:
-            d, value = missing[0]
+            d, value = min(missing, key=lambda row: row[0])
             shown = f"'{value}'" if value is not None else "for NULL"
             raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{qis[d].name}' has no leaf "
                              f"{shown}, a value of the column")
@@ -105,7 +105,10 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
                  if qi.kind == CATEGORICAL and d not in models.hier}
         for d, name in codes.items():  # numbered by the engine: a window over every value runs in one task on Spark
             engine.number(names.real(name), names.real(plan.code_keys(d, grouped)), plan.code_order())
-        create(cells, plan.cells(engine.source(), engine.numbered, grouped, codes))
+        ranks = names("sranks") if models.sensitive is not None else None
+        if ranks:  # the sensitive values' ranks, likewise
+            engine.number(names.real(ranks), names.real(plan.sensitive_keys(grouped)), "rv")
+        create(cells, plan.cells(engine.source(), engine.numbered, grouped, codes, ranks))
     else:
         create(cells, plan.cells(engine.source(), engine.numbered))
     create(span, plan.span(cells))
@@ -114,11 +117,14 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     total = total or 0
     if k > total:
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
-    # the loop reads the cells' keys and the span; Spark hands few cells to DuckDB on the driver (not yet
-    # when a model is checked: its cuts read the sensitive values and the hierarchies too)
-    loop = engine if checked or hierarchies else engine.level_engine(
-        distinct, {names.real(cells): names.real(plan.keys(cells)),
-                   names.real(span): names.real(plan.sql("SELECT * FROM span", span=span))})
+    # the loop reads the cells' keys (and sensitive ranks), the span, the hierarchies' relations and the
+    # sensitive distribution; Spark hands few cells to DuckDB on the driver, with the models' macros
+    inputs = {cells: plan.keys(cells), span: plan.sql("SELECT * FROM span", span=span)}
+    for relation in ([plan.hierarchy_tables["hanc"], plan.hierarchy_tables["hnode"]] if hierarchies else []) + \
+            ([plan.hierarchy_tables["tdist"]] if models.sensitive is not None else []):
+        inputs[relation] = f"SELECT * FROM {relation}"
+    loop = engine.level_engine(distinct, {names.real(name): names.real(sql) for name, sql in inputs.items()},
+                               models_sql() if models.sensitive is not None else None)
     # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
     # level's steps as separate statements (in one statement it re-reads the shared steps)
     if medians is None:

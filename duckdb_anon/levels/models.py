@@ -90,11 +90,16 @@ def hierarchy_relations(fn: str, hierarchy_sql: str, positions: str, checked: bo
     return anc, node
 
 
+def models_sql() -> str:
+    """``07_models.sql`` itself, which defines the models' macros (it calls no other file's macros): for
+    an in-memory DuckDB that runs the levels without the rest of duckdb-anon."""
+    return next(p for p in sql_files() if p.name == "07_models.sql").read_text()
+
+
 @lru_cache(maxsize=1)
 def _macros() -> dict[str, tuple[list[str], exp.Expression]]:
     """07_models.sql's macros: name -> (parameters, parsed body)."""
-    path = next(p for p in sql_files() if p.name == "07_models.sql")
-    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
+    text = "\n".join(line for line in models_sql().splitlines() if not line.lstrip().startswith("--"))
     found = {}
     for match in re.finditer(r"CREATE OR REPLACE MACRO (\w+)\(([^)]*)\) AS\s+(.*?);", text, re.S):
         params = [p.strip() for p in match.group(2).split(",")]

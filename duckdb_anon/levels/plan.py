@@ -116,12 +116,18 @@ class Plan:
         place, from 0, in code_order(). For engines that number rows themselves (Engine.number)."""
         return self.sql(self._code_keys(d), grouped=grouped)
 
+    def sensitive_keys(self, grouped: str) -> str:
+        """The distinct sensitive values (rv); a value's rank is its place, from 1, in value order, NULL last.
+        For engines that number rows themselves (Engine.number), as code_keys()."""
+        return self.sql("SELECT DISTINCT sv AS rv FROM grouped", grouped=grouped)
+
     def cells(self, source: exp.Expression, numbered: bool, grouped: str | None = None,
-              numbered_codes: dict[int, str] | None = None) -> str:
+              numbered_codes: dict[int, str] | None = None, numbered_ranks: str | None = None) -> str:
         """grouped() with each QI's key k<d> added. `grouped`: a relation holding grouped() (engines that
         would compute it once per reference, as Spark inlines CTEs); else computed here. `numbered_codes`:
         per categorical QI, a relation holding code_keys() numbered by code_order() in __anon_row (from 1);
-        else the codes are numbered here by a window over every value."""
+        else the codes are numbered here by a window over every value. `numbered_ranks`: likewise the
+        sensitive values, sensitive_keys() numbered by rv."""
         codes, joins, raw = [], [], []
         for d, qi in enumerate(self.qis):
             if d in self.models.hier:  # the leaf's code (NULL when the hierarchy lacks the value: an error)
@@ -141,7 +147,8 @@ class Plan:
                 raw.append(f"g.v{d}::DOUBLE AS r{d}")
         sens = ""
         if self.sensitive:  # the sensitive value's rank in value order, NULL last (as the measures rank it)
-            codes.append(f"sranks AS ({self.sensitive_ranks('grouped')})")
+            codes.append("sranks AS (SELECT rv, CAST(__anon_row AS INTEGER) AS r FROM svalues)" if numbered_ranks else
+                         f"sranks AS ({self.sensitive_ranks('grouped')})")
             joins.append("LEFT JOIN sranks ON g.sv IS NOT DISTINCT FROM sranks.rv")
             sens = ", g.sv, sranks.r AS s"
         ctes = [*([] if grouped else [f"grouped AS ({self._grouped(numbered)})"]), *codes,
@@ -153,7 +160,8 @@ class Plan:
         keys = ", ".join(f"r{d} AS k{d}" if d in self.models.hier else
                          f"coalesce(r{d}, coalesce(hi{d} + greatest(hi{d} - lo{d}, 1), 0)) AS k{d}" for d in range(self.q))
         tables = {**({"grouped": grouped} if grouped else {}),
-                  **{f"codes{d}": name for d, name in (numbered_codes or {}).items()}, **self.hierarchy_tables}
+                  **{f"codes{d}": name for d, name in (numbered_codes or {}).items()}, **self.hierarchy_tables,
+                  **({"svalues": numbered_ranks} if numbered_ranks else {})}
         return self.sql(f"WITH {', '.join(ctes)} SELECT cell, n, {self._each('v{d}')}{', sv, s' if self.sensitive else ''}, "
                         f"{keys} FROM coded CROSS JOIN bounds", source=source, **tables)
 
@@ -164,8 +172,8 @@ class Plan:
         return f"SELECT sv AS rv, dense_rank() OVER (ORDER BY sv NULLS LAST) AS r FROM {values} GROUP BY sv"
 
     def keys(self, cells: str) -> str:
-        """What the levels read of the cells (root()): cell, n and the keys."""
-        return self.sql(f"SELECT cell, n, {self._each('k{d}')} FROM cells", cells=cells)
+        """What the levels read of the cells (root()): cell, n, the keys, and the sensitive rank (s)."""
+        return self.sql(f"SELECT cell, n, {self._each('k{d}')}{', s' if self.sensitive else ''} FROM cells", cells=cells)
 
     def span(self, cells: str) -> str:
         """The whole table's key range per QI (the normaliser of widths, the root region) and its rows."""

@@ -28,7 +28,7 @@ from duckdb_anon import lineage
 from duckdb_anon.km import km_anonymize
 from duckdb_anon.km.output import check_key
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
-from duckdb_anon.releases import _freeze, check_release_name
+from duckdb_anon.releases import _freeze, check_not_a_release_view, check_release_name
 from duckdb_anon.roles import DeclarationError
 
 FN = "publish_tables"
@@ -89,6 +89,7 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     check_release_name(con, fn, events_into, replace)
     if persons_into.lower() == events_into.lower():
         raise DeclarationError(f"{fn}(): argument 'events_into' must differ from persons_into ({persons_into!r})")
+    check_not_a_release_view(con, fn, "persons", persons)
     persons, events = _table(con, fn, "persons", persons), _table(con, fn, "events", events)
     qis, items = _columns(fn, "qis", qis), _columns(fn, "items", items)
     keep, events_keep = _columns(fn, "keep", keep, empty=True), _columns(fn, "events_keep", events_keep, empty=True)

@@ -175,6 +175,16 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
         con.execute("DROP VIEW IF EXISTS __anon_publish_original")
 
 
+def check_not_a_release_view(con: duckdb.DuckDBPyConnection, fn: str, argument: str, table: str) -> None:
+    """Refuse a view over mondrian() (or a macro expanding the same ones, anon_view_release_macro): DuckDB
+    cannot expand mondrian() inside itself and says only "infinite recursion detected"."""
+    found = con.execute("SELECT anon_view_release_macro(?)", [table]).fetchall()[0][0]
+    if found is not None:
+        raise DeclarationError(f"{fn}(): argument {argument!r}: {table!r} is a view over {found}(), which DuckDB cannot "
+                               f"expand inside mondrian() (it reports infinite recursion); materialize it first: "
+                               f"CREATE TABLE ... AS SELECT * FROM {table}")
+
+
 def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis: list[str], k: int, *,
                      replace: bool = False, id_column: str | None = None, keep: list[str] | None = None,
                      allow_differencing: bool = False, **options) -> dict:
@@ -193,6 +203,7 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
         raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
+    check_not_a_release_view(con, fn, "table", table)
     check_release_name(con, fn, name, replace)
     names = sorted(options)
     named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself

@@ -64,6 +64,22 @@ CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
 CREATE OR REPLACE MACRO anon_mondrian_internal_columns() AS
     ['cell', 'codes', 'fill', 'keys', 'leaf_counts', 'n', 'names', 'nodes', 'off', 'part'];
 
+-- The release macro a view named `name` calls, directly or through the views it names, or NULL: mondrian(),
+-- mondrian_classes(), anonymized() and random_walk() expand the same table macros as mondrian(), and DuckDB
+-- refuses to expand a table macro inside itself ("infinite recursion detected: attempting to recursively
+-- expand table macro"), so mondrian() cannot read such a view. mondrian() itself cannot look first (query()'s
+-- argument takes no subquery); the Python entries ask here and name the problem. Views are matched by the
+-- text of their SQL (a view mentioning another's name is followed), which can only over-report.
+CREATE OR REPLACE MACRO anon_view_release_macro(name) AS (
+    WITH RECURSIVE chain(view_name, sql) AS (
+        SELECT view_name, sql FROM duckdb_views()
+        WHERE lower(view_name) = lower(trim(string_split(name::VARCHAR, '.')[-1], '"'))
+        UNION
+        SELECT v.view_name, v.sql FROM chain c JOIN duckdb_views() v
+            ON v.view_name <> c.view_name AND contains(lower(c.sql), lower(v.view_name)))
+    SELECT min(regexp_extract(lower(sql), '\b(mondrian_classes|mondrian|anonymized|random_walk)\s*\(', 1))
+    FROM chain WHERE regexp_matches(lower(sql), '\b(mondrian_classes|mondrian|anonymized|random_walk)\s*\('));
+
 CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
                                            hierarchies, sensitive, l, l_kind, c, t, max_suppression) AS
     'SELECT * FROM ' || target || '('

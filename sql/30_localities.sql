@@ -122,9 +122,7 @@ found AS (
 SELECT f.segment, f.i, f.j, f.k, f.relation, f.i_row, f.j_row, s.row_id AS k_row, f.d_i, f.d_j, s.value AS d_k,
        try_cast(segment_size AS BIGINT) AS segment_size  -- carried, so that random_walk() cuts the same segments
 FROM found f JOIN seg s ON s.segment = f.segment AND s.pos = f.k
--- hashed again: DuckDB's hash of several values mixes the last ones too little (the two relations of a pair
--- were kept or dropped together by their high bits, never independently)
-WHERE hash(hash(seed, f.segment, f.i, f.j, f.relation))::DOUBLE / 18446744073709551616.0 < try_cast(sample AS DOUBLE)
+WHERE hash(seed, f.segment, f.i, f.j, f.relation)::DOUBLE / 18446744073709551616.0 < try_cast(sample AS DOUBLE)
 -- the checks as a branch of their own, so that they run even when nothing else does (never a row)
 UNION ALL BY NAME
 SELECT NULL AS segment FROM checks WHERE NOT ok;

@@ -83,17 +83,3 @@ def test_hostile_table_name(con):
     con.execute('CREATE TABLE "x""; DROP TABLE victim; --" AS SELECT range AS v FROM range(10)')
     n = con.execute("SELECT count(*) FROM localities(?, 'v', segment_size := 5, sample := 1)", ['"x""; DROP TABLE victim; --"']).fetchone()[0]
     assert n > 0 and con.execute("SELECT count(*) FROM victim").fetchone()[0] == 1
-
-
-def test_the_two_relations_of_a_pair_are_sampled_independently(con):
-    """sample keeps each constraint with its own draw: of the pairs holding both relations, about a quarter
-    keep both at sample 0.5 and about a quarter keep neither (counted with plain SQL over the output)."""
-    con.execute("CREATE TABLE lt AS SELECT ((i * 7919) % 1000)::DOUBLE AS x FROM range(2000) r(i)")
-    pairs, both, neither = con.execute("""
-        WITH whole AS (SELECT segment, i, j FROM localities('lt', 'x', sample := 1.0) GROUP BY ALL
-                       HAVING count(DISTINCT relation) = 2),
-             half AS (SELECT segment, i, j, count(*) AS kept FROM localities('lt', 'x', sample := 0.5) GROUP BY ALL)
-        SELECT count(*), avg(CASE WHEN h.kept = 2 THEN 1.0 ELSE 0.0 END), avg(CASE WHEN h.kept IS NULL THEN 1.0 ELSE 0.0 END)
-        FROM whole w LEFT JOIN half h USING (segment, i, j)""").fetchall()[0]
-    assert pairs > 1000
-    assert 0.2 < both < 0.3 and 0.2 < neither < 0.3, (both, neither)

@@ -50,7 +50,7 @@ def child(ratings: int, method: str, config: str) -> None:
     stats: dict = {}
     start = time.perf_counter()
     km_anonymize(con, "r", person="record_id", items=items, k=K, m=M, hierarchies=hierarchies,
-                 into="out", strategy=method, stats=stats)
+                 into="out", strategy=method, stats=stats, person_output="raw")  # synthetic ids
     seconds = time.perf_counter() - start
     loss, suppressed, items_out, spearman = con.execute(
         "SELECT * FROM km_measures('r', 'out', ?::VARCHAR[], hierarchies := ?::MAP(VARCHAR, VARCHAR))",

@@ -108,16 +108,11 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     Safe to call from several threads at once. On a read-only database it only registers the Python
     kernel, and raises if the file does not hold this version's macros."""
     from duckdb_anon import __version__
-    from duckdb_anon.dp import noise
-    from duckdb_anon.km import udf as km_udf
-    from duckdb_anon.walk import register
 
     con.complete()  # a pending result would make create_function fail ("unfinished result")
     path, readonly = _database(con)
     with _lock_for(path):
-        register(con)  # before the SQL: macros that call a UDF can only be created once it exists
-        noise.register(con)  # the DP noise functions, likewise
-        km_udf.register(con)  # the k^m driver behind km_anonymity()
+        register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
         if not readonly:
             _write_in_transaction(con)
         elif (found := installed_version(con)) != __version__:
@@ -126,6 +121,18 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
                 f"{'duckdb-anon ' + found if found else 'no duckdb-anon macros'}, not version {__version__}; "
                 f"open it read-write once to install")
     return con
+
+
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """The Python UDFs of a connection (they live only as long as it, unlike the macros): the random walk's
+    kernel, the DP noise functions and the k^m driver behind km_anonymity()."""
+    from duckdb_anon.dp import noise
+    from duckdb_anon.km import udf as km_udf
+    from duckdb_anon.walk import register
+
+    register(con)
+    noise.register(con)
+    km_udf.register(con)
 
 
 def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:

@@ -26,8 +26,9 @@ import duckdb
 
 from duckdb_anon import lineage
 from duckdb_anon.km import km_anonymize
+from duckdb_anon.km.output import check_key
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
-from duckdb_anon.releases import _freeze, check_release_name
+from duckdb_anon.releases import _freeze, check_not_a_release_view, check_release_name
 from duckdb_anon.roles import DeclarationError
 
 FN = "publish_tables"
@@ -50,17 +51,6 @@ def _positive_int(fn: str, argument: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DeclarationError(f"{fn}(): argument {argument!r} must be an integer of at least 1, got {value!r}")
     return value
-
-
-def _check_key(con: duckdb.DuckDBPyConnection, fn: str, key_name: object) -> str:
-    """The key's name, once the key it names is set and passes the key rule (anon_key_problem)."""
-    if not isinstance(key_name, str) or not key_name.replace("_", "a").isalnum() or not key_name.isascii():
-        raise DeclarationError(f"{fn}(): argument 'key_name' must be a key name (letters, digits, _), got {key_name!r}")
-    problem = con.execute("SELECT anon_key_problem(getvariable('duckdb_anon_key_' || ?)::VARCHAR)", [key_name]).fetchall()[0][0]
-    if problem is not None:
-        raise DeclarationError(f"{fn}(): argument 'key_name': the pseudonym key duckdb_anon_key_{key_name} {problem} "
-                               "(duckdb_anon.set_pseudonym_key(con, key_name, duckdb_anon.new_pseudonym_key()))")
-    return key_name
 
 
 def _table(con: duckdb.DuckDBPyConnection, fn: str, argument: str, value: object) -> str:
@@ -99,6 +89,7 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     check_release_name(con, fn, events_into, replace)
     if persons_into.lower() == events_into.lower():
         raise DeclarationError(f"{fn}(): argument 'events_into' must differ from persons_into ({persons_into!r})")
+    check_not_a_release_view(con, fn, "persons", persons)
     persons, events = _table(con, fn, "persons", persons), _table(con, fn, "events", events)
     qis, items = _columns(fn, "qis", qis), _columns(fn, "items", items)
     keep, events_keep = _columns(fn, "keep", keep, empty=True), _columns(fn, "events_keep", events_keep, empty=True)
@@ -109,7 +100,7 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     if not lineage.identifies(con, persons, person):
         raise DeclarationError(f"{fn}(): argument 'person': {person!r} does not identify the rows of {persons!r} "
                                "(a value repeats or is NULL)")
-    key_name = _check_key(con, fn, key_name)
+    key_name = check_key(con, fn, key_name)
     for option in mondrian_options:
         if not option.isidentifier() or option in ("keep", "output"):
             raise DeclarationError(f"{fn}(): argument {option!r} is not a mondrian() argument publish_tables passes on")
@@ -120,7 +111,8 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
     try:
         suppressed = _stage(con, persons, events, person, events_person, qis, k, keep, mondrian_options)
         km_anonymize(con, EVENTS_IN, person=events_person, items=items, k=km_k, m=m, hierarchies=item_hierarchies,
-                     into=EVENTS_OUT, seed=seed, **({"keep": events_keep} if events_keep else {}))
+                     into=EVENTS_OUT, seed=seed, person_output="raw",  # raw in scratch: pseudonymized below
+                     **({"keep": events_keep} if events_keep else {}))
         counts = con.execute(f"SELECT (SELECT count(*) FROM query_table({_literal(con, events)})) - (SELECT count(*) FROM {EVENTS_IN}), "
                              f"(SELECT count(*) FROM {EVENTS_IN}) - (SELECT count(*) FROM {EVENTS_OUT})").fetchall()[0]
         record = {"source_table": persons, "method": "mondrian", "qis": qis, "k": k, "arguments": arguments,

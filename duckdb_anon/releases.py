@@ -175,6 +175,16 @@ def publish_release(con: duckdb.DuckDBPyConnection, table: str, name: str, *, re
         con.execute("DROP VIEW IF EXISTS __anon_publish_original")
 
 
+def check_not_a_release_view(con: duckdb.DuckDBPyConnection, fn: str, argument: str, table: str) -> None:
+    """Refuse a view over mondrian() (or a macro expanding the same ones, anon_view_release_macro): DuckDB
+    cannot expand mondrian() inside itself and says only "infinite recursion detected"."""
+    found = con.execute("SELECT anon_view_release_macro(?)", [table]).fetchall()[0][0]
+    if found is not None:
+        raise DeclarationError(f"{fn}(): argument {argument!r}: {table!r} is a view over {found}(), which DuckDB cannot "
+                               f"expand inside mondrian() (it reports infinite recursion); materialize it first: "
+                               f"CREATE TABLE ... AS SELECT * FROM {table}")
+
+
 def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis: list[str], k: int, *,
                      replace: bool = False, id_column: str | None = None, keep: list[str] | None = None,
                      allow_differencing: bool = False, **options) -> dict:
@@ -193,6 +203,7 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
         raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
+    check_not_a_release_view(con, fn, "table", table)
     check_release_name(con, fn, name, replace)
     names = sorted(options)
     named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself
@@ -220,32 +231,41 @@ KM_UNMATCHED = "a k^m release holds many rows per person, which the audit (one r
 
 def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: list[str], k: int, m: int,
                person: str | None = None, hierarchies: dict[str, str] | None = None, keep: list[str] | None = None,
-               seed: int = 0, replace: bool = False, allow_differencing: bool = False) -> dict:
+               seed: int = 0, replace: bool = False, allow_differencing: bool = False, person_output: str = "pseudonym",
+               key_name: str | None = None) -> dict:
     """Freeze the k^m-anonymous release ``duckdb_anon.km.km_anonymize(con, table, ...)`` into table `name` and
     record it in ``anon_releases`` (method 'km', the call in `arguments`); returns the recorded row.
 
     achieved_k is the fewest people holding an itemset of up to m released items (km_check; NULL for m > 3),
     ncp_percent the information loss of km_measures in percent. A person holds many rows, which the
     differencing audit cannot match (it needs one row per person): a source with an earlier release is
-    refused unless ``allow_differencing=True``, and the catalog records that the audit did not run."""
+    refused unless ``allow_differencing=True``, and the catalog records that the audit did not run.
+
+    `person_output` and `key_name` as km_anonymize takes them: by default the person column is the
+    per-release pseudonym of release `name` under the pseudonym key `key_name`; 'raw' publishes the ids as
+    they are (a risk you take: they link the release to every table keyed by them)."""
     from duckdb_anon.km import km_anonymize
+    from duckdb_anon.km.output import check_person_output, person_output_sql
 
     fn = "publish_km"
     check_release_name(con, fn, name, replace)
+    output = check_person_output(con, fn, person_output, key_name, name)
     staged = "__anon_km_publish"
     con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")
     stats: dict = {}
     km_anonymize(con, table, person=person, items=items, k=k, m=m, hierarchies=hierarchies, into=f"temp.main.{staged}",
-                 seed=seed, keep=keep, stats=stats, _fn=fn)
+                 seed=seed, keep=keep, stats=stats, person_output="raw", _fn=fn)  # staged raw, published as `output` says
     arguments = json.dumps({"table_name": table, "person": stats["person"], "items": list(items), "k": k, "m": m,
-                            "hierarchies": hierarchies, "keep": keep, "seed": seed})
+                            "hierarchies": hierarchies, "keep": keep, "seed": seed, "person_output": output.mode,
+                            "key_name": output.key_name})
     item_list = con.execute("SELECT anon_sql_list(?::VARCHAR[])", [list(items)]).fetchall()[0][0]
-    person_literal = _literal(con, stats["person"])
+    # measured on the staged rows: the pseudonym maps people one to one, and a dropped column leaves none to count by
+    achieved = None if m > 3 else con.execute(
+        f"SELECT min_support FROM km_check('temp.main.{staged}', {_literal(con, stats['person'])}, {item_list}, ?, ?)",
+        [k, m]).fetchall()[0][0]
 
     def measure(con, release, qis, sensitive):
         rows = con.execute(f"SELECT count(*) FROM {_identifier(con, release)}").fetchall()[0][0]
-        achieved = None if m > 3 else con.execute(
-            f"SELECT min_support FROM km_check({_literal(con, release)}, {person_literal}, {item_list}, ?, ?)", [k, m]).fetchall()[0][0]
         return rows, achieved, None, None
 
     hierarchy_arg = ""
@@ -255,7 +275,8 @@ def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: 
     ncp_sql = f"SELECT 100 * information_loss FROM km_measures({_literal(con, table)}, {{release}}, {item_list}{hierarchy_arg})"
     record = {"source_table": table, "method": "km", "qis": list(items), "k": k, "arguments": arguments}
     try:
-        return _freeze(con, fn, name, replace, f"SELECT * FROM temp.main.{staged}", [], record, ncp_sql,
+        select_sql, params = person_output_sql(stats["person"], output, f"SELECT * FROM temp.main.{staged}")
+        return _freeze(con, fn, name, replace, select_sql, params, record, ncp_sql,
                        allow_differencing=allow_differencing, measure=measure, unmatched=KM_UNMATCHED)
     finally:
         con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")

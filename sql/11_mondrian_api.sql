@@ -58,6 +58,28 @@ CREATE OR REPLACE MACRO anon_mondrian_internal_names() AS
      'sides', 'span', 'state', 'table_dist', 'tied', 'tried', 'tried_freq', 'tried_keyed', 'tried_median',
      'tried_running', 'tried_unit_split', 'vranks', 'widest'];
 
+-- The names of the columns mondrian()'s macros carry beside the QI columns (10_mondrian.sql: a partition's
+-- cell, off, n and part, the keys, names, fill, codes, nodes and leaf_counts of the cells and hierarchies):
+-- a QI of one of these names would be read in place of them, so mondrian() refuses it.
+CREATE OR REPLACE MACRO anon_mondrian_internal_columns() AS
+    ['cell', 'codes', 'fill', 'keys', 'leaf_counts', 'n', 'names', 'nodes', 'off', 'part'];
+
+-- The release macro a view named `name` calls, directly or through the views it names, or NULL: mondrian(),
+-- mondrian_classes(), anonymized() and random_walk() expand the same table macros as mondrian(), and DuckDB
+-- refuses to expand a table macro inside itself ("infinite recursion detected: attempting to recursively
+-- expand table macro"), so mondrian() cannot read such a view. mondrian() itself cannot look first (query()'s
+-- argument takes no subquery); the Python entries ask here and name the problem. Views are matched by the
+-- text of their SQL (a view mentioning another's name is followed), which can only over-report.
+CREATE OR REPLACE MACRO anon_view_release_macro(name) AS (
+    WITH RECURSIVE chain(view_name, sql) AS (
+        SELECT view_name, sql FROM duckdb_views()
+        WHERE lower(view_name) = lower(trim(string_split(name::VARCHAR, '.')[-1], '"'))
+        UNION
+        SELECT v.view_name, v.sql FROM chain c JOIN duckdb_views() v
+            ON v.view_name <> c.view_name AND contains(lower(c.sql), lower(v.view_name)))
+    SELECT min(regexp_extract(lower(sql), '\b(mondrian_classes|mondrian|anonymized|random_walk)\s*\(', 1))
+    FROM chain WHERE regexp_matches(lower(sql), '\b(mondrian_classes|mondrian|anonymized|random_walk)\s*\('));
+
 CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode, categorical_order, split_rule,
                                            hierarchies, sensitive, l, l_kind, c, t, max_suppression) AS
     'SELECT * FROM ' || target || '('
@@ -74,6 +96,12 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
                  THEN error(fn || '(): argument ''qis'' lists a column twice')
             WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
                  THEN error(fn || '(): argument ''qis'' holds NULL or a reserved __anon_ name')
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: list_contains(anon_mondrian_internal_columns(), lower(q))))
+                 THEN error(fn || '(): argument ''qis'': column '''
+                            || list_filter(try_cast(qis AS VARCHAR[]), lambda q: list_contains(anon_mondrian_internal_columns(), lower(q)))[1]
+                            || ''' has a name ' || fn || '() uses internally ('
+                            || array_to_string(anon_mondrian_internal_columns(), ', ') || '); read the table through a view '
+                            || 'that renames it, e.g. CREATE VIEW v AS SELECT * RENAME ("n" AS n_value) FROM t')
             ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
     || CASE WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
                  THEN error(fn || '(): argument ''k'' must be an integer, got ' || coalesce(k::VARCHAR, 'NULL'))

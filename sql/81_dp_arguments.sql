@@ -81,3 +81,13 @@ SELECT anon_check(puc IS NOT NULL AND EXISTS (
                                  AND (u.via_table IS NULL OR lower(u.via_key) = lower(v.unit_column)))),
                   fn, 'privacy_unit_column', 'contradicts the privacy unit declared for ' || anon_shown(tn)
                   || ' in anon_privacy_units: leave it NULL to use the declaration') AS ok;
+
+-- One row (ok := true) once the table has every column the call names, or an error naming fn and the
+-- argument that names the missing column: group_by, value (which must also be a number) or
+-- privacy_unit_column (a NULL value or privacy_unit_column names none).
+CREATE OR REPLACE MACRO anon_dp_columns_checked(fn, table_name, group_by, value, privacy_unit_column) AS TABLE
+SELECT g.ok AND v.ok AND u.ok AS ok
+FROM anon_require_columns(fn, 'group_by', table_name, group_by, table_arg := 'table_name') g,
+     anon_require_columns(fn, 'value', table_name, [value], typed := [value], type_pattern := anon_number_types(),
+                          type_text := 'a number', table_arg := 'table_name') v,
+     anon_require_columns(fn, 'privacy_unit_column', table_name, [privacy_unit_column], table_arg := 'table_name') u;

@@ -130,12 +130,17 @@ SELECT * FROM anon_km_measures(
                source_table),
     anon_after(anon_name_ok('km_measures', 'release_table', release_table), release_table), items, hierarchies);
 
--- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0): the
--- release duckdb_anon.km.km_anonymize() writes, as rows. The UDF runs it when the query is bound, on a
+-- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0,
+-- person_output := 'pseudonym', key_name := NULL, release_name := NULL): the release
+-- duckdb_anon.km.km_anonymize() writes, as rows. The person column is a per-release pseudonym under the
+-- pseudonym key key_name (SET VARIABLE duckdb_anon_key_<key_name>), of release release_name (NULL: one
+-- derived from the other arguments, so the same call gives the same pseudonyms and another call other
+-- ones); person_output := 'drop' leaves it out, 'raw' publishes the ids as they are (a risk the caller takes). The UDF runs it when the query is bound, on a
 -- cursor of the same database (so it sees committed data), and stages the release in a Parquet file of the
 -- Python process's temporary directory (removed when the process exits), which the query reads.
 CREATE OR REPLACE MACRO km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL,
-                                     seed := 0) AS TABLE
+                                     seed := 0, person_output := 'pseudonym', key_name := NULL,
+                                     release_name := NULL) AS TABLE
 SELECT * FROM read_parquet(km_anonymity_needs_the_duckdb_anon_python_package(
     CASE WHEN typeof(table_name) = 'VARCHAR' THEN table_name::VARCHAR
          ELSE error('km_anonymity(): argument ''table_name'' must be a table name, got ' || anon_shown(table_name)) END,
@@ -152,4 +157,7 @@ SELECT * FROM read_parquet(km_anonymity_needs_the_duckdb_anon_python_package(
     CASE WHEN keep IS NULL THEN NULL WHEN typeof(keep) IN ('VARCHAR[]', '"NULL"[]') THEN keep::VARCHAR[]
          ELSE error('km_anonymity(): argument ''keep'' must be a list of column names, got ' || anon_shown(keep)) END,
     CASE WHEN regexp_matches(typeof(seed), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$') THEN seed::BIGINT
-         ELSE error('km_anonymity(): argument ''seed'' must be an integer >= 0, got ' || anon_shown(seed)) END));
+         ELSE error('km_anonymity(): argument ''seed'' must be an integer >= 0, got ' || anon_shown(seed)) END,
+    person_output::VARCHAR, key_name::VARCHAR, release_name::VARCHAR,
+    -- the key itself: session variables are the caller's, and the UDF runs on a cursor of its own
+    CASE WHEN key_name IS NOT NULL THEN getvariable('duckdb_anon_key_' || key_name::VARCHAR)::VARCHAR END));

@@ -320,7 +320,7 @@ def test_install_upgrades_an_older_catalog_keeping_every_row(tmp_path):
         width = len(rows[0])
         assert [r[:width] for r in con.execute(f"SELECT * FROM {table}").fetchall()] == rows, table
     con.execute("CREATE TABLE fr AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
-    duckdb_anon.publish_km(con, "fr", "fr_km", items=["item"], k=3, m=2, person="person")
+    duckdb_anon.publish_km(con, "fr", "fr_km", items=["item"], k=3, m=2, person="person", person_output="raw")
     con.execute("CREATE TABLE people AS SELECT range AS id, 'Ann' AS name FROM range(3)")
     duckdb_anon.declare_role(con, "people", "name", "masked", mask="name")
     assert con.execute("SELECT name, method FROM anon_releases ORDER BY name").fetchall() == [("fr_km", "km"), ("old_m", "mondrian")]

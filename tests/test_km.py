@@ -78,7 +78,7 @@ def test_every_itemset_of_up_to_m_released_items_is_held_by_k_people(kcon, rows,
     source = pd.DataFrame(rows, columns=["person", "item", "band"]).astype({"item": "Int64"})
     kcon.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM source")
     kcon.execute("DROP TABLE IF EXISTS out")
-    km_anonymize(kcon, "t", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"}, into="out")
+    km_anonymize(kcon, "t", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"}, person_output="raw", into="out")
     release = kcon.execute("SELECT * FROM out").df()
     assert list(release.columns) == ["person", "item", "band"]
     assert rare_itemsets(release, "person", ["item", "band"], k, m) == []
@@ -98,7 +98,7 @@ def test_one_rare_genre_costs_its_one_row_and_nothing_else(kcon):
     kcon.execute("CREATE OR REPLACE TABLE rg AS SELECT p AS person, i AS item FROM range(10) a(p), range(6) b(i) "
                  "UNION ALL SELECT 0, 6")
     kcon.execute("DROP TABLE IF EXISTS rg_out")
-    km_anonymize(kcon, "rg", person="person", items=["item"], k=5, m=2, hierarchies={"item": "genres"}, into="rg_out")
+    km_anonymize(kcon, "rg", person="person", items=["item"], k=5, m=2, hierarchies={"item": "genres"}, person_output="raw", into="rg_out")
     source = kcon.execute("SELECT person, item::VARCHAR AS item FROM rg").df()
     release = kcon.execute("SELECT * FROM rg_out").df()
     expected = source[source["item"] != "6"]
@@ -117,7 +117,7 @@ def test_generalized_labels_are_measured_by_the_leaves_they_stand_for(kcon):
     climb to g0 (3 of 7 leaves: NCP 3/7 per row)."""
     kcon.execute("CREATE OR REPLACE TABLE gl AS SELECT p AS person, p % 3 AS item FROM range(6) a(p)")
     kcon.execute("DROP TABLE IF EXISTS gl_out")
-    km_anonymize(kcon, "gl", person="person", items=["item"], k=3, m=1, hierarchies={"item": "genres"}, into="gl_out")
+    km_anonymize(kcon, "gl", person="person", items=["item"], k=3, m=1, hierarchies={"item": "genres"}, person_output="raw", into="gl_out")
     assert kcon.execute("SELECT list(DISTINCT item), count(*) FROM gl_out").fetchall()[0] == (["g0"], 6)
     loss, rows_out, items_out, _ = kcon.execute(
         "SELECT * FROM km_measures('gl', 'gl_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
@@ -160,7 +160,7 @@ def test_popularity_spearman_ranks_source_rows_against_the_labels_covering_them(
     kcon.execute("CREATE OR REPLACE TABLE ps AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, unnest(?::INTEGER[]) AS item)",
                  [[p for p, _ in rows], [i for _, i in rows]])
     kcon.execute("DROP TABLE IF EXISTS ps_out")
-    km_anonymize(kcon, "ps", person="person", items=["item"], k=k, m=m, hierarchies={"item": "genres"}, into="ps_out")
+    km_anonymize(kcon, "ps", person="person", items=["item"], k=k, m=m, hierarchies={"item": "genres"}, person_output="raw", into="ps_out")
     measured = kcon.execute("SELECT popularity_spearman FROM km_measures('ps', 'ps_out', ['item'], "
                             "hierarchies := {'item': 'genres'})").fetchall()[0][0]
     source = [None if i is None else str(i) for _, i in rows]
@@ -175,7 +175,7 @@ def test_popularity_spearman_is_defined_when_every_item_is_generalized(kcon):
     kcon.execute("CREATE OR REPLACE TABLE pg AS SELECT * FROM (VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 1), (5, 1), "
                  "(6, 2), (7, 2), (0, 3), (1, 4), (2, 5), (3, 3), (4, 4), (5, 5)) t(person, item)")
     kcon.execute("DROP TABLE IF EXISTS pg_out")
-    km_anonymize(kcon, "pg", person="person", items=["item"], k=5, m=1, hierarchies={"item": "genres"}, into="pg_out")
+    km_anonymize(kcon, "pg", person="person", items=["item"], k=5, m=1, hierarchies={"item": "genres"}, person_output="raw", into="pg_out")
     released = [r[0] for r in kcon.execute("SELECT item FROM pg_out").fetchall()]
     source = [str(i) for (i,) in kcon.execute("SELECT item FROM pg").fetchall()]
     assert not set(released) & set(source)  # no item released as itself
@@ -192,7 +192,7 @@ def test_release_publishes_only_person_items_and_keep_and_follows_the_declared_p
     duckdb_anon.declare_privacy_unit(kcon, "kp", "person")
     for name, keep, columns in (("kp_a", None, ["person", "item"]), ("kp_b", ["extra"], ["person", "item", "extra"])):
         kcon.execute(f"DROP TABLE IF EXISTS {name}")
-        km_anonymize(kcon, "kp", items=["item"], k=3, m=1, into=name, keep=keep)
+        km_anonymize(kcon, "kp", items=["item"], k=3, m=1, person_output="raw", into=name, keep=keep)
         assert [r[0] for r in kcon.execute(f"DESCRIBE {name}").fetchall()] == columns
     assert kcon.execute("SELECT count(*) FROM kp_a").fetchall()[0][0] == 12
 
@@ -207,14 +207,14 @@ def test_a_privacy_unit_declared_through_another_table_is_followed(kcon):
     duckdb_anon.declare_privacy_unit(kcon, "kv", "pid")
     duckdb_anon.declare_privacy_unit(kcon, "kd", "visit_id", via_table="kv", via_key="visit_id")
     kcon.execute("DROP TABLE IF EXISTS kd_out")
-    km_anonymize(kcon, "kd", items=["code"], k=4, m=2, into="kd_out")
+    km_anonymize(kcon, "kd", items=["code"], k=4, m=2, person_output="raw", into="kd_out")
     release = kcon.execute("SELECT * FROM kd_out").df()
     assert list(release.columns) == ["pid", "code"]
     assert rare_itemsets(release, "pid", ["code"], 4, 2) == []
     source = kcon.execute("SELECT * FROM kd").df().merge(kcon.execute("SELECT * FROM kv").df(), on="visit_id")
     assert_covers(source, release, "pid", ["code"], {})
     assert 0 < len(release) <= 48 and set(release["pid"]) <= set(range(12))
-    via_sql = kcon.execute("SELECT * FROM km_anonymity('kd', ['code'], 4, 2)").fetchall()
+    via_sql = kcon.execute("SELECT * FROM km_anonymity('kd', ['code'], 4, 2, person_output := 'raw')").fetchall()
     assert sorted(via_sql) == sorted(kcon.execute("SELECT * FROM kd_out").fetchall())
     assert kcon.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__anon_km%'").fetchall() == [(0,)]
     kcon.execute("CREATE OR REPLACE TABLE ke AS SELECT v % 13 AS pid, v % 3 AS code FROM range(60) a(v)")  # the key is the pid
@@ -222,12 +222,12 @@ def test_a_privacy_unit_declared_through_another_table_is_followed(kcon):
     duckdb_anon.declare_privacy_unit(kcon, "kpat", "pid")
     duckdb_anon.declare_privacy_unit(kcon, "ke", "pid", via_table="kpat", via_key="pid")
     kcon.execute("DROP TABLE IF EXISTS ke_out")
-    km_anonymize(kcon, "ke", items=["code"], k=3, m=2, into="ke_out")  # pid 12 is nobody in kpat: left out
+    km_anonymize(kcon, "ke", items=["code"], k=3, m=2, person_output="raw", into="ke_out")  # pid 12 is nobody in kpat: left out
     assert kcon.execute("SELECT max(pid), count(*) FILTER (WHERE pid = 12) FROM ke_out").fetchall() == [(11, 0)]
     kcon.execute("CREATE OR REPLACE TABLE kd2 AS SELECT visit_id, code, visit_id AS pid FROM kd")  # a pid of its own
     duckdb_anon.declare_privacy_unit(kcon, "kd2", "visit_id", via_table="kv", via_key="visit_id")
     with pytest.raises(ValueError, match=r"km_anonymize\(\): argument 'person' is None .*'kv'.'pid'.*privacy_unit_rows"):
-        km_anonymize(kcon, "kd2", items=["code"], k=4, m=2, into="kd2_out")
+        km_anonymize(kcon, "kd2", items=["code"], k=4, m=2, person_output="raw", into="kd2_out")
 
 
 def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
@@ -236,9 +236,9 @@ def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
     releases = []
     for name in ("sr_a", "sr_b"):
         kcon.execute(f"DROP TABLE IF EXISTS {name}")
-        km_anonymize(kcon, "sr", person="record_id", items=["item", "value"], k=4, m=2, hierarchies={"item": "sr_h"}, into=name)
+        km_anonymize(kcon, "sr", person="record_id", items=["item", "value"], k=4, m=2, hierarchies={"item": "sr_h"}, person_output="raw", into=name)
         releases.append(kcon.execute(f"SELECT * FROM {name}").fetchall())
-    via_sql = kcon.execute("SELECT * FROM km_anonymity('sr', ['item', 'value'], 4, 2, person := 'record_id', "
+    via_sql = kcon.execute("SELECT * FROM km_anonymity('sr', ['item', 'value'], 4, 2, person := 'record_id', person_output := 'raw', "
                            "hierarchies := {'item': 'sr_h'})").fetchall()
     assert releases[0] == releases[1]
     assert sorted(via_sql) == sorted(releases[0])
@@ -251,7 +251,7 @@ def test_same_seed_same_release_and_the_sql_entry_agrees(kcon):
 def test_the_suppression_baseline_keeps_items_exact_and_reaches_km(kcon):
     kcon.execute("CREATE OR REPLACE TABLE sb AS SELECT * FROM synthetic_ratings(60, items := 30, ratings_per_user := 6, seed := 5)")
     kcon.execute("DROP TABLE IF EXISTS sb_out")
-    km_anonymize(kcon, "sb", person="record_id", items=["item"], k=4, m=2, into="sb_out", strategy="suppress")
+    km_anonymize(kcon, "sb", person="record_id", items=["item"], k=4, m=2, person_output="raw", into="sb_out", strategy="suppress")
     release = kcon.execute("SELECT * FROM sb_out").df()
     assert rare_itemsets(release, "record_id", ["item"], 4, 2) == []
     source_items = set(kcon.execute("SELECT DISTINCT item::VARCHAR FROM sb").df().iloc[:, 0])
@@ -260,12 +260,14 @@ def test_the_suppression_baseline_keeps_items_exact_and_reaches_km(kcon):
 
 def test_a_frozen_km_release_is_recorded_with_its_arguments(kcon):
     kcon.execute("CREATE OR REPLACE TABLE fr AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
-    row = duckdb_anon.publish_km(kcon, "fr", "fr_release", items=["item"], k=3, m=2, person="person")
+    duckdb_anon.set_pseudonym_key(kcon, "fr_key", duckdb_anon.new_pseudonym_key())
+    row = duckdb_anon.publish_km(kcon, "fr", "fr_release", items=["item"], k=3, m=2, person="person", key_name="fr_key")
     assert (row["method"], row["rows"], row["achieved_k"], row["k"]) == ("km", 32, 8, 3)
     assert kcon.execute("SELECT count(*) FROM fr_release").fetchall()[0][0] == 32
     with pytest.raises(Exception, match="publish_km") as err:  # a second release of the source is not audited
-        duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person")
+        duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person", key_name="fr_key")
     assert "allow_differencing" in str(err.value) and "id_column" not in str(err.value)  # publish_km has no id_column
-    again = duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person", allow_differencing=True)
+    again = duckdb_anon.publish_km(kcon, "fr", "fr_again", items=["item"], k=3, m=2, person="person", key_name="fr_key",
+                                   allow_differencing=True)
     assert again["previous_release"] == "fr_release" and "without a differencing audit" in again["differencing_warning"]
     assert "id_column" not in again["differencing_warning"]

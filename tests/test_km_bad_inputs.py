@@ -3,6 +3,7 @@ error names the function and the argument, and a failed run leaves no table behi
 import duckdb
 import pytest
 
+import duckdb_anon
 from duckdb_anon.km import km_anonymize
 
 
@@ -13,10 +14,11 @@ def bcon(module_con):
     module_con.execute("CREATE TABLE h_cycle AS SELECT * FROM (VALUES ('0', ['0', 'A', '*']), ('1', ['1', 'A', 'B']), "
                        "('2', ['2', 'A', '*'])) t(leaf, path)")
     module_con.execute("CREATE TABLE taken AS SELECT 1 AS x")
+    duckdb_anon.set_pseudonym_key(module_con, "bkey", duckdb_anon.new_pseudonym_key())
     return module_con
 
 
-GOOD = dict(person="person", items=["item"], k=2, m=1, into="fresh")
+GOOD = dict(person="person", items=["item"], k=2, m=1, into="fresh", key_name="bkey")
 CASES = [
     (dict(table_name="nope"), "table_name"),
     (dict(table_name=""), "table_name"),
@@ -42,6 +44,11 @@ CASES = [
     (dict(into="taken"), "into"),
     (dict(into=""), "into"),
     (dict(strategy="other"), "strategy"),
+    (dict(person_output="hashed"), "person_output"),
+    (dict(key_name=None), "key_name"),
+    (dict(key_name="no_key_set"), "key_name"),
+    (dict(key_name="a;b"), "key_name"),
+    (dict(release_name=" "), "release_name"),
 ]
 
 
@@ -57,10 +64,10 @@ def test_bad_argument_names_function_and_argument(bcon, change, argument):
 
 
 SQL_BAD_INPUTS = [
-    ("SELECT * FROM km_anonymity('r', ['item'], 0, 1, person := 'person')", "km_anonymity", "'k'"),
-    ("SELECT * FROM km_anonymity('r', 'item', 2, 1, person := 'person')", "km_anonymity", "items"),
-    ("SELECT * FROM km_anonymity('r', ['item'], 2, 'x', person := 'person')", "km_anonymity", "'m'"),
-    ("SELECT * FROM km_anonymity('r', ['item'], 2, 1, person := 'nope')", "km_anonymity", "person"),
+    ("SELECT * FROM km_anonymity('r', ['item'], 0, 1, person := 'person', key_name := 'bkey')", "km_anonymity", "'k'"),
+    ("SELECT * FROM km_anonymity('r', 'item', 2, 1, person := 'person', key_name := 'bkey')", "km_anonymity", "items"),
+    ("SELECT * FROM km_anonymity('r', ['item'], 2, 'x', person := 'person', key_name := 'bkey')", "km_anonymity", "'m'"),
+    ("SELECT * FROM km_anonymity('r', ['item'], 2, 1, person := 'nope', key_name := 'bkey')", "km_anonymity", "person"),
     ("SELECT * FROM km_check('r', 'person', ['item'], 2, 4)", "km_check", "'m'"),
     ("SELECT * FROM km_check('r', 'person', [], 2, 1)", "km_check", "items"),
     ("SELECT * FROM km_measures('r', NULL, ['item'])", "km_measures", "release_table"),

@@ -81,3 +81,27 @@ def test_a_table_named_like_an_internal_relation_is_refused_not_misread(name):
         assert len(release) == 100 and release.groupby(["age", "zip"]).size().min() >= 5
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("fn", ["mondrian", "mondrian_classes"])
+def test_a_qi_named_like_an_internal_column_is_refused_and_the_renaming_view_works(module_con, fn):
+    """A QI called n, part, cell, ... (the columns the partition carries beside the QIs) was read in place of
+    them: a binder error about struct_extract. Each is refused naming the function, 'qis' and the column;
+    the view the message suggests releases with every class of at least k rows (counted with plain SQL)."""
+    reserved = [r[0] for r in module_con.execute("SELECT unnest(anon_mondrian_internal_columns())").fetchall()]
+    assert {"n", "part", "cell", "off"} <= set(reserved)
+    module_con.execute(f"CREATE OR REPLACE TABLE reserved_{fn} AS SELECT (i * 7919) % 50 AS q, i % 7 AS other "
+                       "FROM range(300) r(i)")
+    for name in reserved + [name.upper() for name in reserved[:2]]:
+        module_con.execute(f'CREATE OR REPLACE VIEW named_{fn} AS SELECT q AS "{name}", other FROM reserved_{fn}')
+        assert_error_names(module_con, f"SELECT * FROM {fn}('named_{fn}', ['other', '{name}'], 5)",
+                           [f"{fn}(): argument 'qis': column '{name}'", "uses internally", "RENAME"])
+    module_con.execute(f'CREATE OR REPLACE VIEW renamed_{fn} AS SELECT * RENAME ("n" AS n_value) FROM '
+                       f'(SELECT q AS n, other FROM reserved_{fn})')
+    if fn == "mondrian":
+        sizes = module_con.execute(f"SELECT min(c), sum(c) FROM (SELECT count(*) AS c FROM mondrian('renamed_{fn}', "
+                                   "['n_value', 'other'], 5) GROUP BY ALL)").fetchall()[0]
+    else:
+        sizes = module_con.execute(f"SELECT min(c), sum(c) FROM (SELECT count(*) AS c FROM mondrian_classes('renamed_{fn}', "
+                                   "['n_value', 'other'], 5) GROUP BY class_id)").fetchall()[0]
+    assert sizes[0] >= 5 and sizes[1] == 300

@@ -6,6 +6,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
+from duckdb_anon.roles import DeclarationError
 from independent import class_sizes
 from test_roles import KEY, declare_patients, make_patients
 
@@ -144,3 +145,24 @@ def two_releases(module_con):
 def test_differencing_bad_input(two_releases, call, words):
     from conftest import assert_error_names
     assert_error_names(two_releases, f"SELECT * FROM {call}", words)
+
+
+def test_a_view_over_mondrian_is_named_as_such_not_reported_as_infinite_recursion(con):
+    """DuckDB cannot expand mondrian() inside mondrian() (a view over a release, or a view over that view):
+    the publishing functions say so and how to go on; a plain view and the materialized release pass."""
+    con.execute("CREATE TABLE rv AS SELECT i % 50 AS age, i % 7 AS zip, i AS id FROM range(200) r(i)")
+    con.execute("CREATE VIEW rv_release AS SELECT * FROM mondrian('rv', ['age', 'zip'], 5)")
+    con.execute("CREATE VIEW rv_outer AS SELECT * FROM rv_release WHERE id > 0")
+    con.execute("CREATE VIEW rv_plain AS SELECT * FROM rv WHERE id > 0")
+    found = {name: con.execute("SELECT anon_view_release_macro(?)", [name]).fetchall()[0][0]
+             for name in ("rv_release", "rv_outer", "rv_plain", "rv")}
+    assert found == {"rv_release": "mondrian", "rv_outer": "mondrian", "rv_plain": None, "rv": None}
+    for source in ("rv_release", "rv_outer"):
+        with pytest.raises(DeclarationError) as err:
+            duckdb_anon.publish_mondrian(con, source, "rv_k10", ["age", "zip"], 10)
+        assert all(word in str(err.value) for word in ("publish_mondrian()", "'table'", "materialize", source))
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'rv_k10'").fetchall() == [(0,)]
+    con.execute("CREATE TABLE rv_frozen AS SELECT * FROM rv_outer")
+    row = duckdb_anon.publish_mondrian(con, "rv_frozen", "rv_k10", ["age", "zip"], 10)
+    assert row["rows"] == 199
+    assert con.execute("SELECT min(c) FROM (SELECT count(*) AS c FROM rv_k10 GROUP BY age, zip)").fetchall()[0][0] >= 10

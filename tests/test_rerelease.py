@@ -108,7 +108,7 @@ def test_a_km_release_is_not_followed_by_a_rerelease(con):
     """A k^m release has many rows per person and no classes to keep: refused as `previous`, whether or not
     the catalog row names a person column, without suggesting an argument publish_km does not take."""
     con.execute("CREATE TABLE visits AS SELECT p AS person, i AS item FROM range(8) a(p), range(4) b(i)")
-    duckdb_anon.publish_km(con, "visits", "v1", items=["item"], k=3, m=2, person="person")
+    duckdb_anon.publish_km(con, "visits", "v1", items=["item"], k=3, m=2, person="person", person_output="raw")
     for person_column in (None, "person"):
         con.execute("UPDATE anon_releases SET person_column = ? WHERE name = 'v1'", [person_column])
         with pytest.raises(DeclarationError) as err:

@@ -41,8 +41,7 @@ def _relations(fn: str, noisy: bool) -> str:
     public = "anon_dp_public_sql(public_groups, group_by)" if noisy else "anon_dp_public_sql(NULL, group_by)"
     return (f"__dp_args AS (SELECT ok FROM anon_arguments({checks})), "
             f"__dp_checks AS (SELECT u.ok AND c.ok AS ok FROM anon_dp_unit_checked('{fn}', table_name, privacy_unit_column) u, "
-            f"anon_require_columns('{fn}', 'group_by', table_name, list_concat(group_by, [value, privacy_unit_column]), "
-            f"typed := [value], type_pattern := anon_number_types(), type_text := 'a number', table_arg := 'table_name') c), "
+            f"anon_dp_columns_checked('{fn}', table_name, group_by, value, privacy_unit_column) c), "
             f"__dp_source AS (SELECT * FROM query(anon_after({checks}, "
             f"anon_dp_source_sql(table_name, group_by, value, privacy_unit_column)))), "
             f"__dp_public AS (SELECT * FROM query({public})), ")

@@ -171,8 +171,9 @@ class Plan:
 
     def _weakest(self, size: int) -> str:
         """The member of itemset a1..a<size> held by the fewest people (n<j>: its holders), ties broken by
-        the hash of label id and seed, then the id."""
-        key = [f"(n{j}, hash(a{j}, {self.seed}), a{j})" for j in range(1, size + 1)]
+        the hash of label id and seed (hashed again: DuckDB's hash of several values mixes the last one too
+        little, so another seed barely changed the order), then the id."""
+        key = [f"(n{j}, hash(hash(a{j}, {self.seed})), a{j})" for j in range(1, size + 1)]
         cases = " ".join(f"WHEN {' AND '.join(f'{key[j]} <= {key[o]}' for o in range(j + 1, size))} THEN a{j + 1}"
                          for j in range(size - 1))
         return f"CASE {cases} ELSE a{size} END" if size > 1 else "a1"

@@ -30,16 +30,21 @@ def _staging() -> Path:
 
 
 def _release(con: duckdb.DuckDBPyConnection):
-    def release(table_name, items, k, m, person, hierarchies, keep, seed):
+    def release(table_name, items, k, m, person, hierarchies, keep, seed, person_output, key_name, release_name, key):
         from duckdb_anon.km import km_anonymize
 
         name = f"__anon_km_{uuid.uuid4().hex[:12]}"
         path = _staging() / f"{name}.parquet"
+        if release_name is None:  # the call names the release: same call, same pseudonyms; another call, others
+            release_name = "km_anonymity:" + json.dumps([table_name, items, k, m, person, hierarchies, keep, seed])
         cursor = con.cursor()
         try:
+            if key is not None and isinstance(key_name, str) and key_name.replace("_", "a").isalnum() and key_name.isascii():
+                cursor.execute(f"SET VARIABLE duckdb_anon_key_{key_name} = ?", [key])  # the caller's key, on this cursor
             km_anonymize(cursor, table_name, person=person, items=items, k=k, m=m,
                          hierarchies=None if hierarchies is None else json.loads(hierarchies),
-                         into=f"temp.main.{name}", seed=seed, keep=keep, _fn="km_anonymity")
+                         into=f"temp.main.{name}", seed=seed, keep=keep, person_output=person_output,
+                         key_name=key_name, release_name=release_name, _fn="km_anonymity")
             quoted = str(path).replace("'", "''")  # our own temporary path, quoted all the same
             cursor.execute(f"COPY temp.main.{name} TO '{quoted}' (FORMAT parquet)")
         finally:
@@ -59,7 +64,8 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         pass
     try:
         con.create_function(NAME, _release(con),
-                            ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT"],
+                            ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT",
+                             "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
                             "VARCHAR", null_handling="special", side_effects=False)
     except duckdb.CatalogException as err:
         if "already exists" not in str(err):

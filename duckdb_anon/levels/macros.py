@@ -45,17 +45,32 @@ def as_written(*rules) -> Plan:
     return _AsWritten(*rules)
 
 
-def recursion(plan: Plan, first: str) -> str:
-    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): the pieces of every partition
-    cut to the end, from the state `first` (a SELECT) on. Each iteration is one level of the driver:
-    ``plan.level`` decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their
-    pieces; USING KEY (cell, off) keeps each piece's latest row, so the pieces no longer cut stay as they
-    were. Columns: cell, off, n, part and the plan's state columns."""
-    return f"""parts USING KEY (cell, off) AS (
-    {first}
+def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
+    """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): ``parts``
+    holds the pieces of every partition cut to the end (cell, off, n, part), from the state `first` (a
+    SELECT of the plan's state columns) on. Each iteration is one level of the driver: ``plan.level``
+    decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their pieces, and
+    ``plan.finished`` emits the pieces of the partitions no cut was found for, marked done; the next
+    iteration reads only the pieces not done, and the recursion ends when none is left.
+
+    A piece carries only what ``plan.kept()`` names (cell and partition; in relaxed mode offset and rows;
+    a region); each level reads the rest back from `cells` (a relation with cell, n and k0..) by a join.
+    The recursion is a plain UNION ALL, which keeps every level's rows but spills them to disk; USING KEY
+    would keep one row per piece, but DuckDB holds those rows and each iteration's in memory, about 130
+    bytes per piece with two columns: more than half of a 2 GB limit at 10M pieces, before any level."""
+    carried, restored = plan.kept()
+    parts = ("SELECT cell, off, n, part FROM pieces WHERE done" if plan.mode != "strict" else
+             f"SELECT r.cell, 0::BIGINT AS off, c.n::BIGINT AS n, r.part FROM pieces r JOIN {cells} c "
+             "ON c.cell = r.cell WHERE r.done")
+    return f"""pieces AS (
+    SELECT {carried}, false AS done FROM ({first})
     UNION ALL
-    (WITH state AS (SELECT * FROM parts), decided AS ({plan.level("state", "span")})
-     SELECT * FROM ({plan.cut("state", "decided")})))"""
+    (WITH state AS MATERIALIZED (SELECT p.*, {restored} FROM pieces p JOIN {cells} c ON c.cell = p.cell WHERE NOT p.done),
+     decided AS ({plan.level("state", "span")})
+     SELECT {carried}, false AS done FROM ({plan.cut("state", "decided")})
+     UNION ALL
+     SELECT {carried}, true FROM state WHERE part IN (SELECT part FROM ({plan.finished("state", "decided")})))),
+parts AS ({parts})"""
 
 
 def _body(width: int, mode: str, rule: str) -> str:

@@ -1,10 +1,10 @@
 """mondrian()'s recursion, generated from the level plan: the level driver's queries as one recursive macro.
 
 The level driver (driver.py) runs each level of ``plan.Plan`` as its own statements. Here the same
-queries -- the root state, one level's decisions and its cut -- become the body of one ``WITH RECURSIVE``
-with ``USING KEY (cell, off)``: each iteration reads the pieces the last one moved, decides their
-partitions' cuts and emits the new pieces, and a piece no longer moved keeps its last row. So the rules
-are written once, in plan.py, for the driver, Spark and the pure-SQL ``mondrian()``.
+queries -- the root state, one level's decisions, its cut and its finished pieces -- become the body of
+one ``WITH RECURSIVE``: each iteration reads the pieces still being cut, decides their partitions' cuts,
+emits the new pieces and marks the pieces of the partitions left uncut as done. So the rules are written
+once, in plan.py, for the driver, Spark and the pure-SQL ``mondrian()``.
 
 A macro cannot know at install time how many QIs a call has, and the plan gives each QI a column of its
 own (scalar columns are what make it fast: a list of keys per cell, unnested every level, cost the
@@ -53,15 +53,13 @@ def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
     ``plan.finished`` emits the pieces of the partitions no cut was found for, marked done; the next
     iteration reads only the pieces not done, and the recursion ends when none is left.
 
-    A piece carries only what ``plan.kept()`` names (cell and partition; in relaxed mode offset and rows;
-    a region); each level reads the rest back from `cells` (a relation with cell, n and k0..) by a join.
-    The recursion is a plain UNION ALL, which keeps every level's rows but spills them to disk; USING KEY
-    would keep one row per piece, but DuckDB holds those rows and each iteration's in memory, about 130
-    bytes per piece with two columns: more than half of a 2 GB limit at 10M pieces, before any level."""
-    carried, restored = plan.kept()
-    parts = ("SELECT cell, off, n, part FROM pieces WHERE done" if plan.mode != "strict" else
-             f"SELECT r.cell, 0::BIGINT AS off, c.n::BIGINT AS n, r.part FROM pieces r JOIN {cells} c "
-             "ON c.cell = r.cell WHERE r.done")
+    A piece carries only what ``plan.kept()`` names (cell, rows and partition; in relaxed mode the offset;
+    a region); each level reads the keys back from `cells` (a relation with cell and k0..) by a join.
+    The recursion is a plain UNION ALL, which keeps every level's rows but spills them to disk. USING KEY
+    would keep one row per piece, but DuckDB (2.0) holds those rows, and each iteration's, in memory:
+    100-130 bytes per piece carrying only (cell, part), and 10M pieces with their 8 keys exceeded a 2 GB
+    limit before the first level (docs/performance.md, high-cardinality tables)."""
+    carried, restored, piece = plan.kept()
     return f"""pieces AS (
     SELECT {carried}, false AS done FROM ({first})
     UNION ALL
@@ -70,7 +68,7 @@ def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
      SELECT {carried}, false AS done FROM ({plan.cut("state", "decided")})
      UNION ALL
      SELECT {carried}, true FROM state WHERE part IN (SELECT part FROM ({plan.finished("state", "decided")})))),
-parts AS ({parts})"""
+parts AS (SELECT {piece} FROM pieces WHERE done)"""
 
 
 def _body(width: int, mode: str, rule: str) -> str:

@@ -1,10 +1,10 @@
 """mondrian()'s recursion, generated from the level plan: the level driver's queries as one recursive macro.
 
 The level driver (driver.py) runs each level of ``plan.Plan`` as its own statements. Here the same
-queries -- the root state, one level's decisions and its cut -- become the body of one ``WITH RECURSIVE``
-with ``USING KEY (cell, off)``: each iteration reads the pieces the last one moved, decides their
-partitions' cuts and emits the new pieces, and a piece no longer moved keeps its last row. So the rules
-are written once, in plan.py, for the driver, Spark and the pure-SQL ``mondrian()``.
+queries -- the root state, one level's decisions, its cut and its finished pieces -- become the body of
+one ``WITH RECURSIVE``: each iteration reads the pieces still being cut, decides their partitions' cuts,
+emits the new pieces and marks the pieces of the partitions left uncut as done. So the rules are written
+once, in plan.py, for the driver, Spark and the pure-SQL ``mondrian()``.
 
 A macro cannot know at install time how many QIs a call has, and the plan gives each QI a column of its
 own (scalar columns are what make it fast: a list of keys per cell, unnested every level, cost the
@@ -45,17 +45,30 @@ def as_written(*rules) -> Plan:
     return _AsWritten(*rules)
 
 
-def recursion(plan: Plan, first: str) -> str:
-    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): the pieces of every partition
-    cut to the end, from the state `first` (a SELECT) on. Each iteration is one level of the driver:
-    ``plan.level`` decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their
-    pieces; USING KEY (cell, off) keeps each piece's latest row, so the pieces no longer cut stay as they
-    were. Columns: cell, off, n, part and the plan's state columns."""
-    return f"""parts USING KEY (cell, off) AS (
-    {first}
+def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
+    """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): ``parts``
+    holds the pieces of every partition cut to the end (cell, off, n, part), from the state `first` (a
+    SELECT of the plan's state columns) on. Each iteration is one level of the driver: ``plan.level``
+    decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their pieces, and
+    ``plan.finished`` emits the pieces of the partitions no cut was found for, marked done; the next
+    iteration reads only the pieces not done, and the recursion ends when none is left.
+
+    A piece carries only what ``plan.kept()`` names (cell, rows and partition; in relaxed mode the offset;
+    a region); each level reads the keys back from `cells` (a relation with cell and k0..) by a join.
+    The recursion is a plain UNION ALL, which keeps every level's rows but spills them to disk. USING KEY
+    would keep one row per piece, but DuckDB (2.0) holds those rows, and each iteration's, in memory:
+    100-130 bytes per piece carrying only (cell, part), and 10M pieces with their 8 keys exceeded a 2 GB
+    limit before the first level (docs/performance.md, high-cardinality tables)."""
+    carried, restored, piece = plan.kept()
+    return f"""pieces AS (
+    SELECT {carried}, false AS done FROM ({first})
     UNION ALL
-    (WITH state AS (SELECT * FROM parts), decided AS ({plan.level("state", "span")})
-     SELECT * FROM ({plan.cut("state", "decided")})))"""
+    (WITH state AS MATERIALIZED (SELECT p.*, {restored} FROM pieces p JOIN {cells} c ON c.cell = p.cell WHERE NOT p.done),
+     decided AS ({plan.level("state", "span")})
+     SELECT {carried}, false AS done FROM ({plan.cut("state", "decided")})
+     UNION ALL
+     SELECT {carried}, true FROM state WHERE part IN (SELECT part FROM ({plan.finished("state", "decided")})))),
+parts AS (SELECT {piece} FROM pieces WHERE done)"""
 
 
 def _body(width: int, mode: str, rule: str) -> str:

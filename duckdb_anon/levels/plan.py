@@ -180,6 +180,17 @@ class Plan:
         return self.sql(f"SELECT sum(n) AS total_rows, count(*) AS cell_count, {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}, max(k{d}) - min(k{d}) AS range{d}')} "
                         f"FROM cells", cells=cells)
 
+    def kept(self) -> tuple[str, str, str]:
+        """How a recursion over the levels keeps its pieces (levels/macros.py): the columns a piece carries
+        from level to level, the state's other columns, read back from its cell (alias c: a relation with
+        cell and the keys), and a piece's cell, off, n, part over the carried columns. Strict mode never
+        cuts a cell, so there a piece's offset is 0."""
+        region = f", {self._each('rlo{d}, rhi{d}')}" if self.rule == "inherited" else ""
+        keys = self._each("c.k{d}")
+        if self.mode == "strict":
+            return f"cell, n, part{region}", f"0::BIGINT AS off, {keys}", "cell, 0::BIGINT AS off, n, part"
+        return f"cell, off, n, part{region}", keys, "cell, off, n, part"
+
     def root(self, cells: str, span: str) -> str:
         """The first level's state: every cell whole, in partition 0 (region: the whole table). With models,
         each piece also carries its sensitive rank (s) and its partition's suppression budget."""

@@ -217,7 +217,7 @@ plain_labels AS (
         {'text': anon_label_text(min(struct_extract(COLUMNS(qis), 'v')), max(struct_extract(COLUMNS(qis), 'v')),
                                  list_transform(list_sort(list(DISTINCT {'k': struct_extract(COLUMNS(qis), 'k'),
                                                                   'v': struct_extract(COLUMNS(qis), 'v')})),
-                                                lambda e: e.v),  -- k first: sets follow the QI's order
+                                                lambda __anon_e: __anon_e.v),  -- k first: sets follow the QI's order
                                  bool_or(struct_extract(COLUMNS(qis), 'v') IS NULL),
                                  anon_is_numeric(any_value(struct_extract(COLUMNS(qis), 'v'))),
                                  anon_is_temporal(any_value(struct_extract(COLUMNS(qis), 'v')))),

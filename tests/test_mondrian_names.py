@@ -105,3 +105,55 @@ def test_a_qi_named_like_an_internal_column_is_refused_and_the_renaming_view_wor
         sizes = module_con.execute(f"SELECT min(c), sum(c) FROM (SELECT count(*) AS c FROM mondrian_classes('renamed_{fn}', "
                                    "['n_value', 'other'], 5) GROUP BY class_id)").fetchall()[0]
     assert sizes[0] >= 5 and sizes[1] == 300
+
+
+def _lambda_parameters():
+    """Every lambda parameter name the installed macros use (x, c, piece, ...), read from sql/*.sql; names
+    with the reserved __anon_ prefix are left out (a table cannot use them: tested elsewhere)."""
+    import re
+    from pathlib import Path
+    text = "".join(p.read_text() for p in sorted((Path(__file__).resolve().parents[1] / "sql").glob("*.sql")))
+    return sorted({name for pair in re.findall(r"lambda ([a-z_]+)(?:\s*,\s*([a-z_]+))?\s*:", text)
+                   for name in pair if name and not name.startswith("__anon_")})
+
+
+@pytest.fixture(scope="module")
+def lambda_named(module_con):
+    """60 rows whose columns are named like the macros' lambda parameters, beside qa, qb (QIs), s3 and id."""
+    names = _lambda_parameters()
+    assert {"x", "c", "q", "piece"} <= set(names)
+    names = sorted(set(names) | {"e"})  # the label code's parameter was e before it had the __anon_ prefix
+    columns = ", ".join(f'(range * {3 + i}) % {5 + i} AS "{name}"' for i, name in enumerate(names))
+    module_con.execute(f"CREATE TABLE lambda_named AS SELECT range AS id, 20 + range % 30 AS qa, range % 4 AS qb, range % 3 AS s3, {columns} "
+                       "FROM range(60)")
+    reserved = {r[0] for r in module_con.execute("SELECT unnest(anon_mondrian_internal_columns())").fetchall()}
+    return module_con, names, [name for name in names if name not in reserved]
+
+
+def _quoted(names):
+    return ", ".join('"' + name.replace('"', '""') + '"' for name in names)
+
+
+@pytest.mark.parametrize("role", ["qi", "other"])
+@pytest.mark.parametrize("args", [", mode := 'strict'", ", mode := 'relaxed'", ", output := 'typed'",
+                                  ", sensitive := 's3', l := 2"])
+def test_columns_named_like_a_lambda_parameter_are_released(lambda_named, role, args):
+    """A QI named e was bound in place of the labels' lambda parameter (a binder error about GROUP BY): each
+    name the macros use as a lambda parameter works as a QI and as a carried column; every row comes out,
+    each class has at least k rows and the carried columns keep their values (counted with plain SQL)."""
+    con, names, usable = lambda_named
+    qis = usable if role == "qi" else ["qa", "qb"]
+    con.execute(f"CREATE OR REPLACE TEMP TABLE out_lambda AS SELECT * FROM mondrian('lambda_named', {qis!r}, 5{args})")
+    sizes = con.execute(f"SELECT min(c), sum(c) FROM (SELECT count(*) AS c FROM out_lambda GROUP BY {_quoted(qis)})").fetchall()[0]
+    assert sizes[0] >= 5 and sizes[1] == 60
+    carried = ["id"] + [name for name in names if name not in qis]
+    changed = con.execute(f"SELECT count(*) FROM (SELECT {_quoted(carried)} FROM lambda_named "
+                          f"EXCEPT ALL SELECT {_quoted(carried)} FROM out_lambda)").fetchall()[0][0]
+    assert changed == 0
+
+
+def test_classes_of_qis_named_like_a_lambda_parameter(lambda_named):
+    con, _, usable = lambda_named
+    sizes = con.execute(f"SELECT min(c), sum(c), sum(d) FROM (SELECT count(*) AS c, count(DISTINCT row_id) AS d "
+                        f"FROM mondrian_classes('lambda_named', {usable!r}, 5) GROUP BY class_id)").fetchall()[0]
+    assert sizes[0] >= 5 and sizes[1] == 60 and sizes[2] == 60

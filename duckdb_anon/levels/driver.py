@@ -148,7 +148,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         level += 1
         if loop is engine and engine.dialect == "duckdb" and not (checked or hierarchies) and pieces <= FINISH_PIECES:
             engine.begin(f"levels {level} and on")
-            rest = recursion(as_written(*rules, medians), f"SELECT * FROM {state}", cells)
+            rest = recursion(as_written(*rules, medians), f"SELECT * FROM {state}")
             engine.append(names.real(final), names.real(f"WITH RECURSIVE span AS (SELECT * FROM {span}), {rest} "
                                                         "SELECT cell, off, n, part FROM parts"))
             break

@@ -45,7 +45,7 @@ def as_written(*rules) -> Plan:
     return _AsWritten(*rules)
 
 
-def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
+def recursion(plan: Plan, first: str) -> str:
     """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): ``parts``
     holds the pieces of every partition cut to the end (cell, off, n, part), from the state `first` (a
     SELECT of the plan's state columns) on. Each iteration is one level of the driver: ``plan.level``
@@ -53,17 +53,17 @@ def recursion(plan: Plan, first: str, cells: str = "cells") -> str:
     ``plan.finished`` emits the pieces of the partitions no cut was found for, marked done; the next
     iteration reads only the pieces not done, and the recursion ends when none is left.
 
-    A piece carries only what ``plan.kept()`` names (cell, rows and partition; in relaxed mode the offset;
-    a region); each level reads the keys back from `cells` (a relation with cell and k0..) by a join.
-    The recursion is a plain UNION ALL, which keeps every level's rows but spills them to disk. USING KEY
-    would keep one row per piece, but DuckDB (2.0) holds those rows, and each iteration's, in memory:
-    100-130 bytes per piece carrying only (cell, part), and 10M pieces with their 8 keys exceeded a 2 GB
-    limit before the first level (docs/performance.md, high-cardinality tables)."""
+    A piece carries what ``plan.kept()`` names: cell, rows, partition and keys (in relaxed mode the
+    offset; a region). The recursion is a plain UNION ALL, which keeps every level's rows but spills them
+    to disk. USING KEY would keep one row per piece, but DuckDB (2.0) holds those rows, and each
+    iteration's, in memory: 100-130 bytes per piece carrying only (cell, part), and 10M pieces with their
+    8 keys exceeded a 2 GB limit before the first level (docs/performance.md, high-cardinality tables)."""
     carried, restored, piece = plan.kept()
+    restored = f", {restored}" if restored else ""
     return f"""pieces AS (
     SELECT {carried}, false AS done FROM ({first})
     UNION ALL
-    (WITH state AS MATERIALIZED (SELECT p.*, {restored} FROM pieces p JOIN {cells} c ON c.cell = p.cell WHERE NOT p.done),
+    (WITH state AS MATERIALIZED (SELECT *{restored} FROM pieces WHERE NOT done),
      decided AS ({plan.level("state", "span")})
      SELECT {carried}, false AS done FROM ({plan.cut("state", "decided")})
      UNION ALL

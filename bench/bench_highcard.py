@@ -5,6 +5,7 @@ QI vector (run from the project root):
     python bench/bench_highcard.py 100000000            # 100M rows (memory_limit 8GB, spills)
     python bench/bench_highcard.py 1000000 --mode relaxed
     python bench/bench_highcard.py 10000000 --engine levels   # the level driver (duckdb_anon.levels)
+    python bench/bench_highcard.py 100000000 --max-temp 45GB  # stop when the spilled data would exceed 45 GB
 
 The table (deterministic, any row count: every value is a hash of the row number) has an id, six QIs --
 age (74 values), zip (VARCHAR, 90,000 values), sex (2), education (VARCHAR, 16), date of birth (DATE,
@@ -68,9 +69,11 @@ def memory_limit(n):
     return "2GB" if n <= 10_000_000 else "8GB"
 
 
-def one(n, mode, k, engine="sql"):
+def one(n, mode, k, engine="sql", max_temp=None):
     con = duckdb_anon.connect(str(database(n)))
     con.execute(f"SET memory_limit = '{memory_limit(n)}'")
+    if max_temp:  # DuckDB refuses to spill past this: the run fails there instead of filling the disk
+        con.execute("SET max_temp_directory_size = ?", [max_temp])
     con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)])
     con.execute("DROP TABLE IF EXISTS rel")
     qis = "[" + ", ".join(f"'{q}'" for q in QIS) + "]"
@@ -98,21 +101,23 @@ def main():
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--engine", default="sql", choices=["sql", "levels"],
                         help="sql: SELECT * FROM mondrian(...); levels: duckdb_anon.levels.mondrian()")
+    parser.add_argument("--max-temp", help="the most a run may spill (DuckDB's max_temp_directory_size, e.g. 45GB)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.rows[0], args.mode, args.k, args.engine)))
+        print(json.dumps(one(args.rows[0], args.mode, args.k, args.engine, args.max_temp)))
         return
     print("| rows | engine | mode | memory_limit | wall time (s) | peak RSS (MB) | all rows kept | classes | smallest class |")
     print("|---:|---|---|---|---:|---:|---|---:|---:|")
     for n in args.rows:
         database(n)  # generated outside the measured process
+        started = time.perf_counter()
         out = subprocess.run([sys.executable, __file__, "--one", str(n), "--mode", args.mode, "-k", str(args.k),
-                              "--engine", args.engine],
+                              "--engine", args.engine, *(["--max-temp", args.max_temp] if args.max_temp else [])],
                              capture_output=True, text=True)
         if out.returncode != 0:
             reason = next((line for line in out.stderr.splitlines() if "Error" in line), "?")[:140]
-            print(f"| {n:,} | {args.engine} | {args.mode} | {memory_limit(n)} | failed: {reason} | | | | |", flush=True)
+            print(f"| {n:,} | {args.engine} | {args.mode} | {memory_limit(n)} | failed after {time.perf_counter() - started:.0f} s: {reason} | | | | |", flush=True)
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {n:,} | {r['engine']} | {r['mode']} | {r['limit']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "

@@ -101,11 +101,14 @@ ordered AS (  -- per QI an order key before ranking: the value, or the category'
                                  app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END}
     FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true),
 ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1 (in
-             -- categorical_order 'value', their value ranks are ranked once more: the same codes)
+             -- categorical_order 'value', their value ranks are ranked once more: the same codes). In order
+             -- 'appearance' every key is final ('num'), so the windows order by a constant and sort nothing
+             -- (eight sorts of every cell cost about a tenth of mondrian() on Adult)
     SELECT __anon_cell,
         CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
              THEN struct_extract(COLUMNS(qis), 'f')
-             ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END
+             ELSE (dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' THEN struct_extract(COLUMNS(qis), 'f') END)
+                   - 1)::DOUBLE END
     FROM ordered),
 keys AS (  -- the keys as one list, and the QIs' names in the same order (COLUMNS(list) expands in the
            -- table's column order)
@@ -130,10 +133,11 @@ CREATE OR REPLACE MACRO anon_keyed_cells(fn, table_name, qis, categorical_order,
 WITH
 cells AS MATERIALIZED (
     SELECT * FROM anon_cells(table_name, qis, categorical_order, fn := fn, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
-qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
+qi_order AS (  -- COLUMNS(list) expands in the table's column order, as in the cells; perm maps it back to the
+               -- list's order (read from the cells: another read of the source would be bound once more)
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
-    FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 1),
+    FROM cells LIMIT 1),
 raw AS MATERIALIZED (
     SELECT __anon_cell, list_transform(o.perm, lambda p: t[p]) AS keys
     FROM (SELECT __anon_cell, [*COLUMNS(qis)] AS t FROM (SELECT __anon_cell, struct_extract(COLUMNS(qis), 'k') FROM cells)) c,

@@ -79,44 +79,27 @@ appearance AS (  -- categorical_order 'appearance': per category QI (lower-case 
                                   FROM grouped WHERE categorical_order = 'appearance'))
                       GROUP BY qi, v))
           GROUP BY qi)),
--- The ranking windows run over narrow relations: a window sorts its whole input row, so carrying the
--- values through it costs several times more than the ranking itself.
-ordered AS (  -- per QI an order key before ranking: the value, or the category's code / value rank;
-              -- under a hierarchy, the leaf's code (a value the hierarchy lacks is an error naming it)
-    SELECT __anon_cell,
-        {'num': anon_is_numeric(COLUMNS(qis)) OR categorical_order = 'appearance',  -- keys already
-         'hier': hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL,
-         'f': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
-                   THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
-                                 error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || alias(COLUMNS(qis))
-                                       || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
-                                       || ', a value of the column'))::DOUBLE
-                   WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
-                   -- each window orders by a constant where its rank is not used (a number, the other
-                   -- order), so only the categories' windows sort
-                   WHEN categorical_order = 'value'
-                   THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
-                                                         THEN COLUMNS(qis) END NULLS LAST)
-                   ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
-                                 app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END}
-    FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true),
-ranked AS (  -- numbers keep their value (NULL stays NULL); categories become codes 0 .. categories-1 (in
-             -- categorical_order 'value', their value ranks are ranked once more: the same codes)
-    SELECT __anon_cell,
-        CASE WHEN struct_extract(COLUMNS(qis), 'num') OR struct_extract(COLUMNS(qis), 'hier')
-             THEN struct_extract(COLUMNS(qis), 'f')
-             ELSE (dense_rank() OVER (ORDER BY struct_extract(COLUMNS(qis), 'f')) - 1)::DOUBLE END
-    FROM ordered),
-keys AS (  -- the keys as one list, and the QIs' names in the same order (COLUMNS(list) expands in the
-           -- table's column order)
-    SELECT __anon_cell, [*COLUMNS(qis)] AS keys, list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q)) AS names
-    FROM ranked)
--- Pair each QI's value with its key under the QI's name (two different COLUMNS() cannot meet in one
--- expression; the keys' list can).
-SELECT g.__anon_cell, g.__anon_n, row(*COLUMNS(qis)) AS __anon_key, g.__anon_s,
-       anon_cell_hash(row(*COLUMNS(qis)), g.__anon_s) AS __anon_hash,
-       {'v': COLUMNS(qis), 'k': k.keys[list_position(k.names, lower(alias(COLUMNS(qis))))]}
-FROM grouped g JOIN keys k USING (__anon_cell);
+-- Each cell with, per QI, its value and its key {'v', 'k'}: numbers keep their value (NULL stays NULL);
+-- categories become codes 0 .. categories-1 (the code of the value's first appearance, or its dense rank
+-- in value order); under a hierarchy, the leaf's code (a value the hierarchy lacks is an error naming it).
+-- One pass over the cells: no window runs in order 'appearance', and no join pairs values with keys.
+SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s,
+       anon_cell_hash(row(*COLUMNS(qis)), __anon_s) AS __anon_hash,
+       {'v': COLUMNS(qis),
+        'k': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
+                  THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                                error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || alias(COLUMNS(qis))
+                                      || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
+                                      || ', a value of the column'))::DOUBLE
+                  WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
+                  -- the window orders by a constant where its rank is not used (a number, the other order),
+                  -- so only the categories' windows sort
+                  WHEN categorical_order = 'value'
+                  THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
+                                                        THEN COLUMNS(qis) END NULLS LAST) - 1
+                  ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                                app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END::DOUBLE}
+FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true;
 
 -- The hash by which a source row finds its cell (anon_mondrian_labelled): of the row's QI values as one
 -- STRUCT and its sensitive value. A join on this number costs a third of a join on the STRUCT itself
@@ -130,20 +113,23 @@ CREATE OR REPLACE MACRO anon_keyed_cells(fn, table_name, qis, categorical_order,
 WITH
 cells AS MATERIALIZED (
     SELECT * FROM anon_cells(table_name, qis, categorical_order, fn := fn, hierarchy_sql := hierarchy_sql, sensitive := sensitive)),
-qi_order AS (  -- COLUMNS(list) expands in the table's column order; perm maps it back to the list's order
+qi_order AS (  -- COLUMNS(list) expands in the table's column order, as in the cells; perm maps it back to the
+               -- list's order (read from the cells: another read of the source would be bound once more)
     SELECT list_transform(qis, lambda q: list_position(list_transform(struct_keys(struct_pack(*COLUMNS(qis))),
                                                                       lambda name: lower(name)), lower(q))) AS perm
-    FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 1),
-raw AS MATERIALIZED (
-    SELECT __anon_cell, list_transform(o.perm, lambda p: t[p]) AS keys
-    FROM (SELECT __anon_cell, [*COLUMNS(qis)] AS t FROM (SELECT __anon_cell, struct_extract(COLUMNS(qis), 'k') FROM cells)) c,
-         qi_order o),
-nulls AS (
-    SELECT list(coalesce(hi + greatest(hi - lo, 1), 0) ORDER BY d) AS fill
-    FROM (SELECT d, min(key) AS lo, max(key) AS hi
-          FROM (SELECT unnest(range(len(keys))) AS d, unnest(keys) AS key FROM raw) GROUP BY d))
-SELECT c.* EXCLUDE (__anon_key), list_transform(r.keys, lambda x, i: coalesce(x, fill[i])) AS __anon_keys
-FROM cells c JOIN raw r USING (__anon_cell), nulls;
+    FROM cells LIMIT 1),
+nulls AS (  -- per QI, in the list's order, the key a NULL takes
+    SELECT list_transform(bounds, lambda b: coalesce(b.hi + greatest(b.hi - b.lo, 1), 0)) AS fill
+    FROM (SELECT list_select([*COLUMNS(qis)], o.perm) AS bounds
+          FROM (SELECT {'lo': min(struct_extract(COLUMNS(qis), 'k')), 'hi': max(struct_extract(COLUMNS(qis), 'k'))} FROM cells),
+               qi_order o))
+-- the keys read from each cell's {'v', 'k'} in one pass, the cell's columns passed through as one STRUCT
+-- (no join of the cells with their keys)
+SELECT unnest(__anon_all), list_transform(keys, lambda x, i: coalesce(x, n.fill[i])) AS __anon_keys
+FROM (SELECT __anon_all, list_select([*COLUMNS(qis)], o.perm) AS keys
+      FROM (SELECT struct_pack(*COLUMNS(lambda c: c <> '__anon_key')) AS __anon_all, struct_extract(COLUMNS(qis), 'k') FROM cells),
+           qi_order o),
+     nulls n;
 
 -- Partition the cells. Returns (cell, off, n, part, __anon_s, __anon_hash, <one {'v', 'k'} column per QI>):
 -- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part` (-1: suppressed).

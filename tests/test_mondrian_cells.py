@@ -41,6 +41,23 @@ def test_category_keys_follow_the_categorical_order(con, df, order):
             assert getattr(cell, f"{column}_key") == codes[value], (column, value)
 
 
+@SETTINGS
+@given(tied_frames(1, 30, columns="xcd"), st.sampled_from(["appearance", "value"]))
+def test_keyed_cells_list_each_cells_keys_in_the_qis_order_nulls_beyond_the_range(con, df, order):
+    # the qis listed out of the table's column order (x, c, b): __anon_keys follows the list
+    _load(con, df)
+    cells = con.execute(f"SELECT __anon_cell AS cell, x.k AS x, c.k AS c, b.k AS b, __anon_keys AS keys "
+                        f"FROM anon_keyed_cells('f', 't', ['b', 'x', 'c'], '{order}', NULL, NULL)").df()
+    assert sorted(cells["cell"]) == sorted(con.execute(
+        f"SELECT __anon_cell FROM anon_cells('t', ['x', 'c', 'b'], '{order}')").df()["__anon_cell"])
+    for d, column in enumerate(["b", "x", "c"]):
+        keys = cells[column].dropna()
+        # a NULL key reads one range beyond the largest key (0 when the column holds only NULLs)
+        fill = keys.max() + max(keys.max() - keys.min(), 1) if len(keys) else 0.0
+        expected = cells[column].fillna(fill)
+        assert [k[d] for k in cells["keys"]] == list(expected), column
+
+
 def test_no_hierarchies_row_has_the_types_of_built_maps(con):
     # anon_hierarchy_maps writes the no-hierarchy row as a constant; the built maps must read the same
     none = "anon_no_hierarchies()"

@@ -71,6 +71,11 @@ class CheckedPlan(Plan):
             {''.join(', ' + c for c in lcas)}
             SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}"""
 
+    def kept(self) -> tuple[str, str, str]:
+        """Plan.kept()'s columns with the sensitive rank (s) and the budget a checked level reads."""
+        carried, restored, piece = super().kept()
+        return f"{carried}, s, budget", restored, piece
+
     def judged(self, state: str, cands: str) -> str:
         """Every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
         is valid before its sides are counted, and whether they must be (checked)."""

@@ -66,8 +66,9 @@ class _AtCall(CheckedPlan):
 
 
 def recursion(plan: CheckedPlan, first: str) -> str:
-    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining span, hanc, hnode and tdist): the
-    pieces of every partition cut to the end, from the state `first` on; suppressed pieces have part -1.
+    """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining span, hanc, hnode and
+    tdist): ``parts`` holds the pieces of every partition cut to the end, from the state `first` on;
+    suppressed pieces have part -1.
     Each iteration is one checked level of the driver (driver.run), in the plain recursion's shape
     (macros.recursion: a UNION ALL of pieces carrying their keys, sensitive rank and budget, which
     DuckDB spills)."""

@@ -6,10 +6,12 @@ QI vector (run from the project root):
     python bench/bench_highcard.py 1000000 --mode relaxed
     python bench/bench_highcard.py 10000000 --engine levels   # the level driver (duckdb_anon.levels)
     python bench/bench_highcard.py 100000000 --max-temp 45GB  # stop when the spilled data would exceed 45 GB
+    python bench/bench_highcard.py 10000000 --l 2              # distinct l-diversity of diagnosis (checked recursion)
 
 The table (deterministic, any row count: every value is a hash of the row number) has an id, six QIs --
 age (74 values), zip (VARCHAR, 90,000 values), sex (2), education (VARCHAR, 16), date of birth (DATE,
-30,000 days), income (INTEGER, 200,000 values) -- and one untouched column. It is generated once per row
+30,000 days), income (INTEGER, 200,000 values) -- and diagnosis (1,000 values; the sensitive column of
+``--l``). It is generated once per row
 count into a database file in a scratch folder (reused by later runs). Each mondrian() run happens in a
 fresh process that opens that file with memory_limit 2GB (8GB above 10M rows) and a temporary folder for
 spilling, materializes the release as a table, and reports its own peak RSS (ru_maxrss, taken right after
@@ -69,7 +71,7 @@ def memory_limit(n):
     return "2GB" if n <= 10_000_000 else "8GB"
 
 
-def one(n, mode, k, engine="sql", max_temp=None):
+def one(n, mode, k, engine="sql", max_temp=None, l=None):
     con = duckdb_anon.connect(str(database(n)))
     con.execute(f"SET memory_limit = '{memory_limit(n)}'")
     if max_temp:  # DuckDB refuses to spill past this: the run fails there instead of filling the disk
@@ -77,21 +79,26 @@ def one(n, mode, k, engine="sql", max_temp=None):
     con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)])
     con.execute("DROP TABLE IF EXISTS rel")
     qis = "[" + ", ".join(f"'{q}'" for q in QIS) + "]"
+    model = {"sensitive": "diagnosis", "l": l} if l else {}
     started = time.perf_counter()
     if engine == "sql":
-        con.execute(f"CREATE TABLE rel AS SELECT * FROM mondrian('highcard', {qis}, {k}, '{mode}')")
+        con.execute(f"CREATE TABLE rel AS SELECT * FROM mondrian('highcard', {qis}, {k}, '{mode}'"
+                    f"{', sensitive := ?, l := ?' if l else ''})", list(model.values()))
     else:
-        levels.mondrian(con, "highcard", QIS, k, into="rel", mode=mode)
+        levels.mondrian(con, "highcard", QIS, k, into="rel", mode=mode, **model)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     rows, classes, smallest = con.execute(
         "SELECT sum(n), count(*), min(n) FROM (SELECT count(*) AS n FROM rel GROUP BY ALL)".replace(
             "GROUP BY ALL", "GROUP BY " + ", ".join(QIS))).fetchall()[0]
     source_rows = con.execute("SELECT count(*) FROM highcard").fetchall()[0][0]
+    # the model, recomputed in plain SQL: the fewest distinct diagnoses of a class
+    fewest = con.execute(f"SELECT min(d) FROM (SELECT count(DISTINCT diagnosis) AS d FROM rel GROUP BY {', '.join(QIS)})"
+                         ).fetchall()[0][0] if l else None
     con.execute("DROP TABLE rel")
     con.close()
     return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "peak_mb": peak / 1024, "kept": rows == source_rows,
-            "classes": classes, "smallest": smallest, "limit": memory_limit(n)}
+            "classes": classes, "smallest": smallest, "limit": memory_limit(n), "fewest_diagnoses": fewest}
 
 
 def main():
@@ -102,26 +109,29 @@ def main():
     parser.add_argument("--engine", default="sql", choices=["sql", "levels"],
                         help="sql: SELECT * FROM mondrian(...); levels: duckdb_anon.levels.mondrian()")
     parser.add_argument("--max-temp", help="the most a run may spill (DuckDB's max_temp_directory_size, e.g. 45GB)")
+    parser.add_argument("--l", type=int, help="distinct l-diversity of the sensitive column diagnosis")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.rows[0], args.mode, args.k, args.engine, args.max_temp)))
+        print(json.dumps(one(args.rows[0], args.mode, args.k, args.engine, args.max_temp, args.l)))
         return
-    print("| rows | engine | mode | memory_limit | wall time (s) | peak RSS (MB) | all rows kept | classes | smallest class |")
-    print("|---:|---|---|---|---:|---:|---|---:|---:|")
+    print("| rows | engine | mode | model | memory_limit | wall time (s) | peak RSS (MB) | all rows kept | classes | smallest class | fewest diagnoses |")
+    print("|---:|---|---|---|---|---:|---:|---|---:|---:|---:|")
+    model = f"l = {args.l}" if args.l else "k only"
     for n in args.rows:
         database(n)  # generated outside the measured process
         started = time.perf_counter()
         out = subprocess.run([sys.executable, __file__, "--one", str(n), "--mode", args.mode, "-k", str(args.k),
-                              "--engine", args.engine, *(["--max-temp", args.max_temp] if args.max_temp else [])],
+                              "--engine", args.engine, *(["--max-temp", args.max_temp] if args.max_temp else []),
+                              *(["--l", str(args.l)] if args.l else [])],
                              capture_output=True, text=True)
         if out.returncode != 0:
             reason = next((line for line in out.stderr.splitlines() if "Error" in line), "?")[:140]
-            print(f"| {n:,} | {args.engine} | {args.mode} | {memory_limit(n)} | failed after {time.perf_counter() - started:.0f} s: {reason} | | | | |", flush=True)
+            print(f"| {n:,} | {args.engine} | {args.mode} | {model} | {memory_limit(n)} | failed after {time.perf_counter() - started:.0f} s: {reason} | | | | | |", flush=True)
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {n:,} | {r['engine']} | {r['mode']} | {r['limit']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
-              f"{'yes' if r['kept'] else 'NO'} | {r['classes']:,} | {r['smallest']} |", flush=True)
+        print(f"| {n:,} | {r['engine']} | {r['mode']} | {model} | {r['limit']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
+              f"{'yes' if r['kept'] else 'NO'} | {r['classes']:,} | {r['smallest']} | {r['fewest_diagnoses'] or ''} |", flush=True)
 
 
 if __name__ == "__main__":

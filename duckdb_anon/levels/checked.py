@@ -71,6 +71,11 @@ class CheckedPlan(Plan):
             {''.join(', ' + c for c in lcas)}
             SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}"""
 
+    def kept(self) -> tuple[str, str, str]:
+        """Plan.kept()'s columns with the sensitive rank (s) and the budget a checked level reads."""
+        carried, restored, piece = super().kept()
+        return f"{carried}, s, budget", restored, piece
+
     def judged(self, state: str, cands: str) -> str:
         """Every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
         is valid before its sides are counted, and whether they must be (checked)."""
@@ -108,7 +113,8 @@ class CheckedPlan(Plan):
         """Per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
-        # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps)
+        # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps;
+        # `good` is judged before the window, which would otherwise hold the table's q and cq lists per side)
         model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {self._ordered()})"
                  if self.sensitive else "")
         return self.sql(f"""
@@ -118,9 +124,9 @@ class CheckedPlan(Plan):
                              GROUP BY j.part, j.dim, {self._group(key)}, s.s),
             hists AS (SELECT part, dim, g, sum(cnt) AS rows, list({{'r': s, 'n': cnt}} ORDER BY s) AS hist
                       FROM counted GROUP BY part, dim, g)
-            SELECT side.part, side.dim, side.g, side.rows, side.rows >= {self.k}{model} AS good,
-                   sum(side.rows) OVER (PARTITION BY side.part, side.dim ORDER BY side.g) - side.rows AS before
-            FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''}""",
+            SELECT part, dim, g, rows, good, sum(rows) OVER (PARTITION BY part, dim ORDER BY g) - rows AS before
+            FROM (SELECT side.part, side.dim, side.g, side.rows, side.rows >= {self.k}{model} AS good
+                  FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''})""",
                         state=state, judged=judged, **self.hierarchy_tables)
 
     def checked_decisions(self, cands: str, judged: str, sides: str) -> str:

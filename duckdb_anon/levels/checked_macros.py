@@ -1,7 +1,7 @@
 """mondrian()'s checked recursion (hierarchies, l-diversity, t-closeness, suppression), generated from
 :class:`~duckdb_anon.levels.checked.CheckedPlan` as macros.py generates the plain one from ``Plan``.
 
-One iteration of the ``WITH RECURSIVE ... USING KEY (cell, off)`` is one level of the level driver's
+One iteration of the ``WITH RECURSIVE`` (macros.recursion's UNION ALL) is one level of the level driver's
 checked run: candidates, every cut judged, the sides of the checked cuts counted, the widest allowed cut
 per partition, and the cut itself (which suppresses the sides that fail). So the rules of a checked cut
 are written once, in checked.py, for the driver, Spark and the pure-SQL ``mondrian()``.
@@ -29,6 +29,7 @@ from functools import lru_cache
 from duckdb_anon.engines.base import NUMERIC, QI
 from duckdb_anon.levels.checked import CheckedPlan
 from duckdb_anon.levels.macros import _AsWritten, k_as_parameter
+from duckdb_anon.levels.macros import recursion as plain_recursion
 from duckdb_anon.levels.models import Models, hierarchy_relations
 
 # (key columns, mode, split rule): the shapes of anon_checked_partition_sql
@@ -65,18 +66,17 @@ class _AtCall(CheckedPlan):
 
 
 def recursion(plan: CheckedPlan, first: str) -> str:
-    """The CTE ``parts`` (to follow WITH RECURSIVE and CTEs defining span, hanc, hnode and tdist): the
-    pieces of every partition cut to the end, from the state `first` on; suppressed pieces have part -1.
-    Each iteration is one checked level of the driver (driver.run)."""
-    return f"""parts USING KEY (cell, off) AS (
-    {first}
-    UNION ALL
-    (WITH state AS (SELECT * FROM parts),
-     cands AS ({plan.candidates("state", "span")}),
-     judged AS ({plan.judged("state", "cands")}),
-     sides AS ({plan.sides("state", "judged")}),
-     decided AS ({plan.checked_decisions("cands", "judged", "sides")})
-     SELECT * FROM ({plan.cut("state", "decided", "sides")})))"""
+    """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining span, hanc, hnode and
+    tdist): ``parts`` holds the pieces of every partition cut to the end, from the state `first` on;
+    suppressed pieces have part -1.
+    Each iteration is one checked level of the driver (driver.run), in the plain recursion's shape
+    (macros.recursion: a UNION ALL of pieces carrying their keys, sensitive rank and budget, which
+    DuckDB spills)."""
+    decide = f"""cands AS MATERIALIZED ({plan.candidates("state", "span")}),
+     judged AS MATERIALIZED ({plan.judged("state", "cands")}),
+     sides AS MATERIALIZED ({plan.sides("state", "judged")}),
+     decided AS MATERIALIZED ({plan.checked_decisions("cands", "judged", "sides")})"""
+    return plain_recursion(plan, first, decide, plan.cut("state", "decided", "sides"))
 
 
 def partition_sql(width: int, mode: str, rule: str) -> str:

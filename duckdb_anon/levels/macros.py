@@ -45,13 +45,16 @@ def as_written(*rules) -> Plan:
     return _AsWritten(*rules)
 
 
-def recursion(plan: Plan, first: str) -> str:
+def recursion(plan: Plan, first: str, decide: str | None = None, cut: str | None = None) -> str:
     """The CTEs ``pieces`` and ``parts`` (to follow WITH RECURSIVE and CTEs defining ``span``): ``parts``
     holds the pieces of every partition cut to the end (cell, off, n, part), from the state `first` (a
-    SELECT of the plan's state columns) on. Each iteration is one level of the driver: ``plan.level``
-    decides the cuts of the partitions the last iteration moved, ``plan.cut`` emits their pieces, and
+    SELECT of the plan's state columns) on. Each iteration is one level of the driver: `decide` (CTEs over
+    ``state`` ending in ``decided``; by default ``plan.level``) decides the cuts of the partitions the last
+    iteration moved, `cut` (a query over them; by default ``plan.cut``) emits their pieces, and
     ``plan.finished`` emits the pieces of the partitions no cut was found for, marked done; the next
-    iteration reads only the pieces not done, and the recursion ends when none is left.
+    iteration reads only the pieces not done, and the recursion ends when none is left. The checked
+    recursion (checked_macros.py) gives its own `decide` and `cut`; a piece it suppresses (part -1) is
+    in no partition decided, so the level after its cut emits it done, once.
 
     A piece carries what ``plan.kept()`` names: cell, rows, partition and keys (in relaxed mode the
     offset; a region). The recursion is a plain UNION ALL, which keeps every level's rows but spills them
@@ -60,12 +63,13 @@ def recursion(plan: Plan, first: str) -> str:
     8 keys exceeded a 2 GB limit before the first level (docs/performance.md, high-cardinality tables)."""
     carried, restored, piece = plan.kept()
     restored = f", {restored}" if restored else ""
+    decide = decide or f'decided AS ({plan.level("state", "span")})'
     return f"""pieces AS (
     SELECT {carried}, false AS done FROM ({first})
     UNION ALL
     (WITH state AS MATERIALIZED (SELECT *{restored} FROM pieces WHERE NOT done),
-     decided AS ({plan.level("state", "span")})
-     SELECT {carried}, false AS done FROM ({plan.cut("state", "decided")})
+     {decide}
+     SELECT {carried}, false AS done FROM ({cut or plan.cut("state", "decided")})
      UNION ALL
      SELECT {carried}, true FROM state WHERE part IN (SELECT part FROM ({plan.finished("state", "decided")})))),
 parts AS (SELECT {piece} FROM pieces WHERE done)"""

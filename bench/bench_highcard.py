@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,7 +77,16 @@ def one(n, mode, k, engine="sql", max_temp=None, l=None):
     con.execute(f"SET memory_limit = '{memory_limit(n)}'")
     if max_temp:  # DuckDB refuses to spill past this: the run fails there instead of filling the disk
         con.execute("SET max_temp_directory_size = ?", [max_temp])
-    con.execute("SET temp_directory = ?", [tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)])
+    spill = tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)
+    try:
+        return _measured(con, spill, n, mode, k, engine, l)
+    finally:  # a failed run leaves no spilled data behind either
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _measured(con, spill, n, mode, k, engine, l):
+    con.execute("SET temp_directory = ?", [spill])
     con.execute("DROP TABLE IF EXISTS rel")
     qis = "[" + ", ".join(f"'{q}'" for q in QIS) + "]"
     model = {"sensitive": "diagnosis", "l": l} if l else {}
@@ -96,7 +106,6 @@ def one(n, mode, k, engine="sql", max_temp=None, l=None):
     fewest = con.execute(f"SELECT min(d) FROM (SELECT count(DISTINCT diagnosis) AS d FROM rel GROUP BY {', '.join(QIS)})"
                          ).fetchall()[0][0] if l else None
     con.execute("DROP TABLE rel")
-    con.close()
     return {"rows": n, "mode": mode, "engine": engine, "seconds": took, "peak_mb": peak / 1024, "kept": rows == source_rows,
             "classes": classes, "smallest": smallest, "limit": memory_limit(n), "fewest_diagnoses": fewest}
 

@@ -1,15 +1,15 @@
 """mondrian() within a memory limit on a high-cardinality table (nearly every row its own QI vector).
 
-A scaled-down copy of the 10M-row, 2 GB run of bench/bench_highcard.py: 500k such rows under 240 MB
-(this run needed about 200 MB; it failed under 170 MB). The generated recursion has to spill what it
-keeps: when each level joined the cells' keys back, the join's hash table over every cell, never
-spilled, made this run fail under 240 MB (it needed about 300 MB), and the 10M one after 15
-minutes. The release is checked in plain SQL: every row kept once, every class of at least k rows.
+A scaled-down copy of the 10M-row, 2 GB run of bench/bench_highcard.py: 500k such rows under 240 MB.
+The generated recursion has to spill what it keeps; it now needs about 200 MB here (it fails under 170
+MB). When each level joined the cells' keys back, the join's hash table over every cell, never spilled,
+made this run need about 300 MB, and the 10M one fail after 15 minutes. The release is checked in plain
+SQL: every row kept once, every class of at least k rows.
 
 The checked recursion (a sensitive column's l-diversity, suppression) gets the same kind of check on
-100k rows, l = 2 and 20 % suppression, under 300 MB (l alone needed about 250 MB; 500k rows complete under 700 MB): when each level's
-window over the cuts' sides held the whole table's sensitive distribution per side, 100k rows did not
-complete under 500 MB, nor 500k under 2 GB.
+100k rows, l = 2 and 20 % suppression, under 300 MB (l alone needs about 250 MB; 500k rows complete
+under 700 MB). When each level's window over the cuts' sides held the whole table's sensitive
+distribution per side, 100k rows did not complete under 500 MB, nor 500k under 2 GB.
 """
 ROWS, LIMIT, K = 500_000, "240MB", 10
 CHECKED_ROWS, CHECKED_LIMIT, L, SUPPRESSION = 100_000, "300MB", 2, 0.2  # (1 %: no row suppressed)

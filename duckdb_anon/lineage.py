@@ -4,7 +4,7 @@ Two releases of the same source can be intersected: a reader who can tell a pers
 (a pseudonym, or any column that stays the same) finds the people whose labels are equal to theirs in both,
 which can be far fewer than k. Publishing refuses that unless the caller takes the risk explicitly, and the
 audit must know which person each release row is even when the release leaves identifiers out, so every
-publish records it privately in ``anon_release_people`` (see sql/76_lineage.sql). The audit itself is the
+publish records it in ``anon_release_people``, as keyed digests (see sql/76_lineage.sql). The audit itself is the
 SQL macro ``release_differencing()``, run over that catalog table.
 
 SQL text here is built from fixed text, parameters, and names quoted by the SQL macros' own escaping.
@@ -69,8 +69,9 @@ def person_column(con: duckdb.DuckDBPyConnection, fn: str, table: str, id_column
 def stage_people(con: duckdb.DuckDBPyConnection, fn: str, qis: list[str], argument: str) -> None:
     """(person, labels) of the staged release, in a temporary table; a person twice is an error."""
     labels = ", ".join(f"{sql_identifier(con, q)}::VARCHAR" for q in qis)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {PEOPLE} AS SELECT __anon_person::VARCHAR AS person, [{labels}] AS labels "
-                f"FROM {STAGED}")
+    # the person as the catalog's keyed digest (sql/76_lineage.sql): the catalog never holds a raw identifier
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {PEOPLE} AS SELECT anon_person_digest(__anon_person::VARCHAR) AS person, "
+                f"[{labels}] AS labels FROM {STAGED}")
     repeated = con.execute(f"SELECT count(person) < count(*) OR count(DISTINCT person) < count(*) FROM {PEOPLE}").fetchall()[0][0]
     if repeated:
         raise DeclarationError(f"{fn}(): argument '{argument}' does not identify the rows of the release (a value repeats or is NULL)")

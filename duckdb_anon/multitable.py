@@ -24,11 +24,11 @@ import json
 
 import duckdb
 
-from duckdb_anon import lineage
+from duckdb_anon import lineage, publishing
 from duckdb_anon.km import km_anonymize
 from duckdb_anon.km.output import check_key
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
-from duckdb_anon.releases import _freeze, check_not_a_release_view, check_release_name
+from duckdb_anon.releases import _freeze, check_not_a_release_view
 from duckdb_anon.roles import DeclarationError
 
 FN = "publish_tables"
@@ -85,8 +85,9 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
         raise DeclarationError(f"{fn}(): argument 'name': release {name!r} exists (pass replace=True to replace it)")
     persons_into = f"{name}_persons" if persons_into is None else persons_into
     events_into = f"{name}_events" if events_into is None else events_into
-    check_release_name(con, fn, persons_into, replace)
-    check_release_name(con, fn, events_into, replace)
+    reads = [persons, events, *(item_hierarchies or {}).values()] if isinstance(item_hierarchies, dict) else [persons, events]
+    publishing.check_target(con, fn, persons_into, reads=reads, replace=replace, argument="persons_into")
+    events_leaf = publishing.check_target(con, fn, events_into, reads=reads, replace=replace, argument="events_into")
     if persons_into.lower() == events_into.lower():
         raise DeclarationError(f"{fn}(): argument 'events_into' must differ from persons_into ({persons_into!r})")
     check_not_a_release_view(con, fn, "persons", persons)
@@ -121,10 +122,10 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
         ncp_sql = (f"SELECT ncp_percent FROM ncp({_literal(con, PERSONS)}, {_literal(con, persons)}, "
                    f"{con.execute('SELECT anon_sql_list(?::VARCHAR[])', [qis]).fetchall()[0][0]}, {_literal(con, person)})")
 
-        def write_events() -> None:
-            target = _identifier(con, events_into)
-            con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * REPLACE (anon_release_pseudonym({ep}, ?, ?) AS {ep}) "
-                        f"FROM {EVENTS_OUT}", [key_name, name])
+        def write_events() -> list:
+            target = _identifier(con, events_into)  # stored in the order of its published rows (pseudonyms first)
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS " + publishing.ordered_sql(
+                f"SELECT * REPLACE (anon_release_pseudonym({ep}, ?, ?) AS {ep}) FROM {EVENTS_OUT}"), [key_name, name])
             dangling, without, joined = con.execute("SELECT * FROM table_release_join_check(?, ?, ?, ?)",
                                                     [persons_into, events_into, person, events_person]).fetchall()[0]
             if dangling:  # cannot happen by construction (events are read through the released persons): fail closed
@@ -134,9 +135,11 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
             con.execute("INSERT INTO anon_table_releases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?)",
                         [name, persons_into, events_into, persons, events, person, events_person, key_name, arguments,
                          persons_rows, suppressed, without, joined, counts[0], counts[1]])
+            return [events_leaf]
 
         _freeze(con, fn, persons_into, replace, select_sql, [key_name, name], record, ncp_sql, person=person,
-                person_argument="person", allow_differencing=allow_differencing, also=write_events)
+                person_argument="person", allow_differencing=allow_differencing, also=write_events, reads=reads,
+                log_name=name)
     finally:
         for scratch in SCRATCH:
             con.execute(f"DROP TABLE IF EXISTS {scratch}")

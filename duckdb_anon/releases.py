@@ -15,24 +15,9 @@ from typing import Callable
 
 import duckdb
 
-from duckdb_anon import lineage
+from duckdb_anon import lineage, publishing
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
 from duckdb_anon.roles import DeclarationError
-
-
-def check_release_name(con: duckdb.DuckDBPyConnection, fn: str, name: object, replace: bool) -> None:
-    """Refuse a release name that is not a name, is a view, or is an existing table (unless `replace`): every
-    publishing function (frozen, re-release, DP) names its release table by this rule."""
-    if not isinstance(name, str) or not name.strip():
-        raise DeclarationError(f"{fn}(): argument 'name' must be a table name, got {name!r}")
-    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower(?) AND schema_name = current_schema() "
-                         "AND database_name = current_database()", [name]).fetchall()[0][0]
-    views = con.execute("SELECT count(*) FROM duckdb_views() WHERE lower(view_name) = lower(?) AND schema_name = current_schema() "
-                        "AND database_name = current_database()", [name]).fetchall()[0][0]
-    if views:
-        raise DeclarationError(f"{fn}(): argument 'name': {name!r} is a view; choose another name")
-    if exists and not replace:
-        raise DeclarationError(f"{fn}(): argument 'name': table {name!r} exists (pass replace=True to replace the release)")
 
 
 def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitive: str | None) -> tuple:
@@ -50,7 +35,8 @@ def _measure(con: duckdb.DuckDBPyConnection, name: str, qis: list[str], sensitiv
 def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, select_sql: str, params: list,
             record: dict, ncp_sql: str | None, *, person: str | None = None, person_argument: str = "id_column",
             allow_differencing: bool = False, earlier: list[str] | None = None, held: str | None = None,
-            measure=_measure, also: Callable[[], None] | None = None, unmatched: str | None = None) -> dict:
+            measure=_measure, also: Callable[[], list | None] | None = None, unmatched: str | None = None,
+            reads: list[str | None] | None = None, log_name: str | None = None) -> dict:
     """CREATE the table from `select_sql`, measure it, audit it against the earlier releases of its source
     (lineage.audit: every one; the latest, or `earlier`[0], is recorded as previous_release), record it: one
     transaction. With `person`, `select_sql` puts the person column first as __anon_person, and the
@@ -58,45 +44,54 @@ def _freeze(con: duckdb.DuckDBPyConnection, fn: str, name: str, replace: bool, s
     `held`: a temporary table (person, labels, reason) of the people a re-release held back.
     `measure(con, name, qis, sensitive)`: rows, achieved k, l and t of the frozen table (a model's own).
     `also`: more statements of the same transaction (a multi-table release writes its other table and
-    catalog row). `unmatched`: why the release has no person column, for the audit's refusal."""
+    catalog row), returning the other tables it wrote. `unmatched`: why the release has no person column, for
+    the audit's refusal. `reads`: every relation the release reads (default: the source table), which the
+    target may not be; `log_name`: the release's name in the publish log (default `name`).
+    The target, the storage order, the log and the transaction are duckdb_anon.publishing's."""
     target = _identifier(con, name)
+    publishing.catalog_key(con)
+    leaf = publishing.check_target(con, fn, name, reads=reads or [record["source_table"]], replace=replace)
     if earlier is None:
         earlier = lineage.earlier_releases(con, record["source_table"])
-    con.execute("BEGIN TRANSACTION")
     try:
-        if person is None:
-            con.execute(f"CREATE OR REPLACE TABLE {target} AS {select_sql}", params)
-        else:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {lineage.STAGED} AS {select_sql}", params)
-            con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * EXCLUDE (__anon_person) FROM {lineage.STAGED}")
-            lineage.stage_people(con, fn, record["qis"], person_argument)
-        rows, achieved_k, achieved_l, achieved_t = measure(con, name, record["qis"], record.get("sensitive"))
-        ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
-        found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing,
-                              unmatched)
-        if found["previous_release"] == name:  # a replaced release: the lineage goes on from what it followed
-            found["previous_release"] = con.execute("SELECT previous_release FROM anon_releases WHERE name = ?", [name]).fetchall()[0][0]
-        con.execute("DELETE FROM anon_releases WHERE name = ?", [name])
-        con.execute("INSERT INTO anon_releases (name, source_table, method, fingerprint, arguments, created_at, rows, qis, k, "
-                    "achieved_k, sensitive, achieved_l, achieved_t, ncp_percent, person_column, previous_release, "
-                    "differencing_below_k, differencing_singled_out, differencing_warning) "
-                    "VALUES (?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [name, record["source_table"], record["method"], record.get("fingerprint"), record.get("arguments"),
-                     rows, record["qis"], record.get("k"), achieved_k, record.get("sensitive"), achieved_l, achieved_t, ncp,
-                     person, found["previous_release"], found["differencing_below_k"], found["differencing_singled_out"],
-                     found["differencing_warning"]])
-        con.execute("DELETE FROM anon_release_people WHERE release_name = ?", [name])
-        con.execute("DELETE FROM anon_release_held WHERE release_name = ?", [name])
-        if person is not None:
-            con.execute(f"INSERT INTO anon_release_people SELECT ?, person, labels FROM {lineage.PEOPLE}", [name])
-        if held is not None:
-            con.execute(f"INSERT INTO anon_release_held SELECT ?, person, labels, reason FROM {held}", [name])
-        if also is not None:
-            also()
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+        with publishing.transaction(con, fn, f"writing release {name!r}"):
+            if person is None:
+                con.execute(f"CREATE OR REPLACE TABLE {target} AS {publishing.ordered_sql(select_sql)}", params)
+            else:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {lineage.STAGED} AS {select_sql}", params)
+                con.execute(f"CREATE OR REPLACE TABLE {target} AS "
+                            f"{publishing.ordered_sql(f'SELECT * EXCLUDE (__anon_person) FROM {lineage.STAGED}')}")
+                lineage.stage_people(con, fn, record["qis"], person_argument)
+            rows, achieved_k, achieved_l, achieved_t = measure(con, name, record["qis"], record.get("sensitive"))
+            ncp = con.execute(ncp_sql.replace("{release}", _literal(con, name))).fetchall()[0][0] if ncp_sql else None
+            found = lineage.audit(con, fn, name, record["source_table"], earlier, record.get("k"), person, allow_differencing,
+                                  unmatched)
+            if found["previous_release"] == name:  # a replaced release: the lineage goes on from what it followed
+                found["previous_release"] = con.execute("SELECT previous_release FROM anon_releases WHERE name = ?",
+                                                        [name]).fetchall()[0][0]
+            con.execute("DELETE FROM anon_releases WHERE name = ?", [name])  # the current record; the log keeps every one
+            row = [name, record["source_table"], record["method"], record.get("fingerprint"), record.get("arguments"),
+                   rows, record["qis"], record.get("k"), achieved_k, record.get("sensitive"), achieved_l, achieved_t, ncp,
+                   person, found["previous_release"], found["differencing_below_k"], found["differencing_singled_out"],
+                   found["differencing_warning"]]
+            con.execute("INSERT INTO anon_releases (name, source_table, method, fingerprint, arguments, created_at, rows, qis, "
+                        "k, achieved_k, sensitive, achieved_l, achieved_t, ncp_percent, person_column, previous_release, "
+                        "differencing_below_k, differencing_singled_out, differencing_warning) "
+                        "VALUES (?, ?, ?, ?, ?, current_timestamp::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            con.execute("DELETE FROM anon_release_people WHERE release_name = ?", [name])
+            con.execute("DELETE FROM anon_release_held WHERE release_name = ?", [name])
+            if person is not None:
+                con.execute(f"INSERT INTO anon_release_people SELECT ?, person, labels FROM {lineage.PEOPLE}", [name])
+            if held is not None:
+                con.execute(f"INSERT INTO anon_release_held SELECT ?, person, labels, reason FROM {held}", [name])
+            written = [leaf]
+            if also is not None:
+                written += also() or []
+            columns = ["name", "source_table", "method", "fingerprint", "arguments", "rows", "qis", "k", "achieved_k",
+                       "sensitive", "achieved_l", "achieved_t", "ncp_percent", "person_column", "previous_release",
+                       "differencing_below_k", "differencing_singled_out", "differencing_warning"]
+            publishing.log(con, fn, log_name or name, tables=written, reads=reads or [record["source_table"]],
+                           record=dict(zip(columns, row)))
     finally:
         for temporary in lineage.TEMPORARY:
             con.execute(f"DROP TABLE IF EXISTS {temporary}")
@@ -109,7 +104,7 @@ def _policy_record(con: duckdb.DuckDBPyConnection, fn: str, table: object, name:
     """The catalog record of release `name` of `table` under its declared policy, or an error naming the argument."""
     if not isinstance(table, str) or not table:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
-    check_release_name(con, fn, name, replace)
+    publishing.check_target(con, fn, name, reads=[table], replace=replace)
     problem = con.execute("SELECT problem FROM anon_policy_problems() WHERE table_name = ?", [table]).fetchall()
     if problem:
         raise DeclarationError(f"{fn}(): argument 'table': {problem[0][0]}")
@@ -204,7 +199,8 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
         raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
     check_not_a_release_view(con, fn, "table", table)
-    check_release_name(con, fn, name, replace)
+    publishing.check_target(con, fn, name, reads=[table, *(options.get("hierarchies") or {}).values()] if isinstance(
+        options.get("hierarchies"), dict) else [table], replace=replace)
     names = sorted(options)
     named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself
     for option in names:
@@ -248,7 +244,8 @@ def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: 
     from duckdb_anon.km.output import check_person_output, person_output_sql
 
     fn = "publish_km"
-    check_release_name(con, fn, name, replace)
+    publishing.check_target(con, fn, name, reads=[table, *(hierarchies or {}).values()] if isinstance(hierarchies, dict)
+                            else [table], replace=replace)
     output = check_person_output(con, fn, person_output, key_name, name)
     staged = "__anon_km_publish"
     con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")

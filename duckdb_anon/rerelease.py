@@ -19,9 +19,9 @@ import json
 
 import duckdb
 
-from duckdb_anon import lineage
+from duckdb_anon import lineage, publishing
 from duckdb_anon.lineage import sql_identifier as _identifier, sql_literal as _literal
-from duckdb_anon.releases import _freeze, _policy_record, check_release_name
+from duckdb_anon.releases import _freeze, _policy_record
 from duckdb_anon.roles import DeclarationError
 
 ASSIGNED = "__anon_rerelease_assigned"  # (person, labels, status): where each source person goes
@@ -74,7 +74,7 @@ def _model(con: duckdb.DuckDBPyConnection, fn: str, table: str, name: str, repla
             raise DeclarationError(f"{fn}(): argument 'table': the quasi-identifiers of {table!r} are now {record['qis']}, "
                                    f"the previous release {prior['name']!r} used {list(prior['qis'])}: publish a new lineage")
     else:
-        check_release_name(con, fn, name, replace)
+        publishing.check_target(con, fn, name, reads=[table], replace=replace)
         arguments = json.loads(prior["arguments"])
         k = arguments["k"]
         options = {o: arguments.get(o) for o in ("mode", "sensitive", "l", "l_kind", "t", "max_suppression", "hierarchies")}
@@ -103,6 +103,7 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
     fn = "publish_rerelease"
     if not isinstance(table, str) or not table:
         raise DeclarationError(f"{fn}(): argument 'table' must be a table name, got {table!r}")
+    publishing.catalog_key(con)  # the people are matched as the catalog's digests
     prior = _previous(con, fn, table, previous)
     record, options = _model(con, fn, table, name, replace, prior)
     k = record["k"]
@@ -128,7 +129,7 @@ def publish_rerelease(con: duckdb.DuckDBPyConnection, table: str, name: str, *, 
                     f"AS reason FROM {ASSIGNED} WHERE status NOT IN ('kept', 'joined', 'new class')")
         replaced = ", ".join(f"a.labels[{i + 1}] AS {quoted[q]}" for i, q in enumerate(qis))
         con.execute(f"CREATE OR REPLACE TEMP TABLE {ROWS} AS SELECT s.* REPLACE ({replaced}) FROM query_table({_literal(con, table)}) s "
-                    f"JOIN {ASSIGNED} a ON a.person = s.{_identifier(con, person)}::VARCHAR "
+                    f"JOIN {ASSIGNED} a ON a.person = anon_person_digest(s.{_identifier(con, person)}::VARCHAR) "
                     f"WHERE a.status IN ('kept', 'joined', 'new class')")
         if record["method"] == "policy":
             select_sql = con.execute("SELECT anon_policy_sql(?, person_column := ?, relation := ?)", [table, person, ROWS]).fetchall()[0][0]
@@ -153,7 +154,7 @@ def _new_classes(con: duckdb.DuckDBPyConnection, table: str, person: str, qis: l
     classes of k get their labels (status 'new class'); otherwise the pool stays held back."""
     who = _identifier(con, person)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {POOL} AS SELECT s.* FROM query_table({_literal(con, table)}) s "
-                f"WHERE s.{who}::VARCHAR IN (SELECT person FROM {ASSIGNED} WHERE status = 'pool')")
+                f"WHERE anon_person_digest(s.{who}::VARCHAR) IN (SELECT person FROM {ASSIGNED} WHERE status = 'pool')")
     size = con.execute(f"SELECT count(*) FROM {POOL}").fetchall()[0][0]
     sensitive, l = options["sensitive"], options["l"]
     if size < k:
@@ -164,5 +165,5 @@ def _new_classes(con: duckdb.DuckDBPyConnection, table: str, person: str, qis: l
     params = [POOL, qis, int(k), *[options[o] for o in ("mode", "sensitive", "l") if options[o] is not None]]
     labels = ", ".join(f"{_identifier(con, q)}::VARCHAR" for q in qis)
     con.execute(f"UPDATE {ASSIGNED} SET labels = m.labels, status = 'new class' FROM "
-                f"(SELECT {who}::VARCHAR AS person, [{labels}] AS labels FROM mondrian(?, ?::VARCHAR[], ?{named})) m "
+                f"(SELECT anon_person_digest({who}::VARCHAR) AS person, [{labels}] AS labels FROM mondrian(?, ?::VARCHAR[], ?{named})) m "
                 f"WHERE {ASSIGNED}.person = m.person", params)

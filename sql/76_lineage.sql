@@ -2,9 +2,20 @@
 -- that cannot be differenced. Pure SQL; duckdb_anon.publish_rerelease() drives it.
 --
 -- Releases often leave the identifier out, so a reader cannot tell which row of one release is which row
--- of the next, but the database can: at publish time each release row's person (the value of a column that
--- identifies people in the source) and class (its QI labels) go to anon_release_people. The source
--- database already holds the raw data, so this adds no new secret; a copy of the file carries it along.
+-- of the next, but the database can: at publish time each release row's person and class (its QI labels)
+-- go to anon_release_people. The person is recorded as a keyed digest (anon_person_digest), never as the
+-- raw value: a release database may be shared without its source tables, and a plain digest of small ids
+-- is reversed by trying every id. The key (the catalog key) lives beside the database file, in
+-- '<file>.anon-key', never in it; duckdb_anon.publishing puts it in the session. Equal values, equal
+-- digests: the differencing audit stays exact.
+
+-- The catalog's digest of a person (32 hex digits), or an error when the session lacks the catalog key.
+CREATE OR REPLACE MACRO anon_person_digest(value) AS
+    CASE WHEN value IS NULL THEN NULL
+         WHEN getvariable('duckdb_anon_catalog_key') IS NULL
+         THEN error('publishing needs the catalog key of this database in the session: open the database with '
+                    || 'duckdb_anon.connect() (the key lives beside the database file, never in it)')
+         ELSE left(anon_keyed_hmac(getvariable('duckdb_anon_catalog_key')::VARCHAR, value::VARCHAR), 32) END;
 
 -- Catalog columns added to anon_releases: the person column, the earlier release audited against, what
 -- the audit found (NULL when it could not run) and the risk taken, if any (publishing despite a finding).
@@ -14,7 +25,7 @@ ALTER TABLE anon_releases ADD COLUMN IF NOT EXISTS differencing_below_k BIGINT;
 ALTER TABLE anon_releases ADD COLUMN IF NOT EXISTS differencing_singled_out BIGINT;
 ALTER TABLE anon_releases ADD COLUMN IF NOT EXISTS differencing_warning VARCHAR;
 
--- One row per released row: the person it belongs to (as text) and its class (the QI labels, in the order
+-- One row per released row: the person it belongs to (anon_person_digest) and its class (the QI labels, in the order
 -- of anon_releases.qis).
 CREATE TABLE IF NOT EXISTS anon_release_people (
     release_name VARCHAR NOT NULL,
@@ -64,10 +75,10 @@ GROUP BY p.person;
 CREATE OR REPLACE MACRO anon_rerelease_assign(source, qis, person_column, previous, k, sensitive, l, join_batch) AS TABLE
 WITH
 src AS MATERIALIZED (
-    SELECT __anon_id::VARCHAR AS person, qi, t, x, kind
+    SELECT anon_person_digest(__anon_id::VARCHAR) AS person, qi, t, x, kind
     FROM anon_aux_long(source, list_transform(qis, lambda q: lower(q)), lower(person_column))),
 sens AS MATERIALIZED (
-    SELECT COLUMNS([person_column])::VARCHAR AS person, COLUMNS([coalesce(sensitive, person_column)])::VARCHAR AS s
+    SELECT anon_person_digest(COLUMNS([person_column])::VARCHAR) AS person, COLUMNS([coalesce(sensitive, person_column)])::VARCHAR AS s
     FROM query_table(source)),
 people AS (SELECT DISTINCT person FROM src),
 known AS MATERIALIZED (SELECT * FROM anon_lineage_people(previous)),

@@ -24,12 +24,34 @@ CREATE TABLE IF NOT EXISTS anon_dp_releases (
     groups       BIGINT NOT NULL,      -- rows of the release
     created_at   TIMESTAMP NOT NULL);
 
--- Per privacy unit: the total budget, what was spent, what is left, and how many releases spent it.
+-- The hash of the publish-log row of the budget's last spend (sql/74_publish_log.sql): deleting the newest
+-- spends from the log by hand leaves it pointing at a row that is gone.
+ALTER TABLE anon_dp_budgets ADD COLUMN IF NOT EXISTS last_spend_hash VARCHAR;
+
+-- Per privacy unit: the total budget, what was spent, what is left, and how many publishes spent it (every
+-- one, from the append-only publish log: a replaced release's spend still counts).
 CREATE OR REPLACE VIEW anon_dp_ledger AS
 SELECT b.unit_table, b.epsilon AS epsilon_total, b.delta AS delta_total, b.epsilon_spent, b.delta_spent,
        greatest(b.epsilon - b.epsilon_spent, 0) AS epsilon_left, greatest(b.delta - b.delta_spent, 0) AS delta_left,
-       (SELECT count(*) FROM anon_dp_releases r WHERE r.unit_table = b.unit_table) AS releases
+       (SELECT count(*) FROM anon_publish_log l WHERE l.unit_table = b.unit_table) AS releases
 FROM anon_dp_budgets b;
+
+-- NULL when the budget of unit table ut agrees with the publish log (spent epsilon and delta are the sums of
+-- the unit's log rows, and its last spend is the log's last row for the unit); else what disagrees.
+CREATE OR REPLACE MACRO anon_dp_ledger_problem(ut) AS (
+    SELECT CASE WHEN abs(b.epsilon_spent - coalesce(l.epsilon, 0)) > 1e-9 * greatest(1, b.epsilon_spent)
+                  OR abs(b.delta_spent - coalesce(l.delta, 0)) > 1e-12 + 1e-9 * b.delta_spent
+                THEN 'the budget of ' || anon_shown(ut) || ' says epsilon ' || b.epsilon_spent::VARCHAR || ', delta '
+                     || b.delta_spent::VARCHAR || ' spent, but its releases in the publish log add up to epsilon '
+                     || coalesce(l.epsilon, 0)::VARCHAR || ', delta ' || coalesce(l.delta, 0)::VARCHAR
+                     || ' (the ledger was edited by hand)'
+                WHEN b.last_spend_hash IS DISTINCT FROM l.last_hash
+                THEN 'the last spend recorded for ' || anon_shown(ut) || ' is missing from the publish log (the ledger was edited by hand)'
+           END
+    FROM anon_dp_budgets b
+         LEFT JOIN (SELECT unit_table, sum(epsilon) AS epsilon, sum(delta) AS delta, arg_max(hash, seq) AS last_hash
+                    FROM anon_publish_log WHERE unit_table = ut::VARCHAR GROUP BY unit_table) l USING (unit_table)
+    WHERE b.unit_table = ut::VARCHAR);
 
 -- The rules of a publish, written once here and run by duckdb_anon.publish_dp() and by the dbt package's
 -- dp_release materialization alike (each inside its own transaction).
@@ -81,3 +103,13 @@ CREATE OR REPLACE MACRO anon_dp_record_sql(name, source_table, unit_table, e, d,
     'INSERT OR REPLACE INTO anon_dp_releases SELECT ' || anon_sql_literal(name) || ', ' || anon_sql_literal(source_table)
     || ', ' || anon_sql_literal(unit_table) || ', ' || CAST(CAST(e AS DOUBLE) AS VARCHAR) || ', ' || CAST(CAST(d AS DOUBLE) AS VARCHAR)
     || ', ' || anon_sql_literal(arguments) || ', count(*), current_timestamp::TIMESTAMP FROM ' || target;
+
+-- true, or an error naming fn when the publish log's chain is broken or the budget of ut disagrees with it.
+CREATE OR REPLACE MACRO anon_dp_ledger_check(fn, ut) AS
+    CASE WHEN coalesce(anon_publish_log_problem(), anon_dp_ledger_problem(ut)) IS NULL THEN true
+         ELSE error(fn || '(): ' || coalesce(anon_publish_log_problem(), anon_dp_ledger_problem(ut)) || '; nothing is published') END;
+
+-- The SQL text pointing the budget of ut at the publish log's newest row (run right after appending the spend).
+CREATE OR REPLACE MACRO anon_dp_last_spend_sql(ut) AS
+    'UPDATE anon_dp_budgets SET last_spend_hash = (SELECT hash FROM anon_publish_log ORDER BY seq DESC LIMIT 1) '
+    || 'WHERE unit_table = ' || anon_sql_literal(ut);

@@ -90,3 +90,12 @@ def expected_released(kept: np.ndarray, m: int, eps_each: float, delta: float) -
     gap = kept - (1 + scale * math.log(m / (2 * delta)))
     return float(np.where(gap >= 0, 1 - 0.5 * np.exp(-np.abs(gap) / scale), 0.5 * np.exp(-np.abs(gap) / scale)).sum())
 
+
+
+def catalog_digest(con, value) -> str:
+    """The catalog's record of a person (anon_person_digest), recomputed in Python from the session's catalog
+    key: SHA-256(key || SHA-256(key || value)), its first 32 hex digits."""
+    import hashlib
+    key = con.execute("SELECT getvariable('duckdb_anon_catalog_key')").fetchall()[0][0]
+    inner = hashlib.sha256((key + str(value)).encode()).hexdigest()
+    return hashlib.sha256((key + inner).encode()).hexdigest()[:32]

@@ -78,12 +78,16 @@ def test_a_second_release_after_inserts_is_refused_with_the_figures_and_recorded
 
 
 def test_the_people_of_a_release_are_recorded_with_their_classes(published):
-    """anon_release_people holds each release row's source person and labels: the release's own rows, matched
-    through the pseudonym computed here."""
+    """anon_release_people holds each release row's source person, as the catalog's keyed digest (never the
+    raw id), and labels: the release's own rows, matched through the digest and pseudonym computed here."""
+    from independent import catalog_digest
     from test_roles import expected_pseudonym
     release = published.execute("SELECT * FROM r1").df()
     people = published.execute("SELECT person, labels FROM anon_release_people WHERE release_name = 'r1'").df()
-    people["patient_id"] = [expected_pseudonym(KEY, p) for p in people["person"]]
+    raw = {str(i) for i in published.execute("SELECT patient_id FROM patients").df()["patient_id"]}
+    assert not raw & set(people["person"])  # no raw id in the catalog
+    pseudonym_of = {catalog_digest(published, i): expected_pseudonym(KEY, i) for i in raw}
+    people["patient_id"] = [pseudonym_of[p] for p in people["person"]]
     people["recorded"] = [tuple(labels) for labels in people["labels"]]
     joined = release.merge(people, on="patient_id", validate="one_to_one")
     assert len(joined) == len(release) == 2000

@@ -150,7 +150,7 @@ def test_bad_arguments_name_the_argument_and_leave_nothing_behind(con):
     with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'events': cannot read table 'missing'"):
         publish(con, "r1", events="missing")
     con.execute("CREATE TABLE bad_events AS SELECT 1 AS x")
-    with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'name': table 'bad_events' exists"):
+    with pytest.raises(DeclarationError, match=r"publish_tables\(\): argument 'events_into': table 'bad_events' exists"):
         publish(con, "bad")
     with pytest.raises(duckdb.Error):  # a failure inside the publish (here: mondrian() refuses the QI)
         publish(con, "r2", qis=["age", "no_such_column"])

@@ -59,8 +59,12 @@ def test_publishing_refuses_an_existing_name_and_leaves_nothing_on_failure(con):
     with pytest.raises(roles.DeclarationError, match=r"publish_release\(\): argument 'name': table 'taken' exists"):
         duckdb_anon.publish_release(con, "patients", "taken")
     assert con.execute("SELECT * FROM taken").fetchall() == [(1,)]
-    duckdb_anon.publish_release(con, "patients", "taken", replace=True)
-    assert con.execute("SELECT count(*) FROM taken").fetchall() == [(600,)]
+    with pytest.raises(roles.DeclarationError, match=r"argument 'name': table 'taken' is not a release recorded"):
+        duckdb_anon.publish_release(con, "patients", "taken", replace=True)  # replace only replaces releases
+    assert con.execute("SELECT * FROM taken").fetchall() == [(1,)]
+    duckdb_anon.publish_release(con, "patients", "released")
+    duckdb_anon.publish_release(con, "patients", "released", replace=True, allow_differencing=True)
+    assert con.execute("SELECT count(*) FROM released").fetchall() == [(600,)]
     fresh = duckdb.connect()  # no key in this session: anonymized() fails half-way, nothing is left behind
     duckdb_anon.install(fresh)
     make_patients(fresh)

@@ -18,7 +18,7 @@ import time
 
 import duckdb
 
-from duckdb_anon.releases import check_release_name
+from duckdb_anon import publishing
 from duckdb_anon.roles import DeclarationError
 
 RETRIES = 20
@@ -54,7 +54,7 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
     is left, when the budget cannot pay, and DeclarationError when the unit has no budget or `name`
     exists (and `replace` is false)."""
     fn = "publish_dp"
-    check_release_name(con, fn, name, replace)  # again inside the transaction: this one fails before any work
+    publishing.check_target(con, fn, name, reads=[table, public_groups], replace=replace)  # again inside the transaction
     arguments = {"table_name": table, "group_by": list(group_by), "value": value, "aggregates": list(aggregates),
                  "epsilon": epsilon, "delta": delta, "max_groups_contributed": max_groups_contributed,
                  "max_rows_per_group": max_rows_per_group, "min_value": min_value, "max_value": max_value,
@@ -73,6 +73,8 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
     for attempt in range(RETRIES):
         con.execute("BEGIN TRANSACTION")
         try:
+            publishing.carry_over(con, unit)
+            publishing.check_ledger(con, fn, unit)
             refusal, debit = con.execute("SELECT anon_dp_budget_refusal(?, ?, ?, ?), anon_dp_debit_sql(?, ?, ?)",
                                          [fn, unit, epsilon, spend_delta, unit, epsilon, spend_delta]).fetchall()[0]
             if refusal is not None:
@@ -81,11 +83,14 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
             debited = con.execute(debit).fetchall()  # empty only if the check above raced another debit
             if not debited:
                 raise duckdb.TransactionException(f"{fn}(): the budget of {unit!r} changed during the publish")
-            check_release_name(con, fn, name, replace)
-            con.execute(f"CREATE OR REPLACE TABLE {target} AS {call}", arguments)
+            leaf = publishing.check_target(con, fn, name, reads=[table, public_groups], replace=replace)
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS {publishing.ordered_sql(call)}", arguments)
             con.execute(con.execute("SELECT anon_dp_record_sql(?, ?, ?, ?, ?, ?, ?)", [name, table, unit, epsilon, spend_delta,
                                     json.dumps(arguments), target]).fetchall()[0][0])
             groups = con.execute("SELECT groups FROM anon_dp_releases WHERE name = ?", [name]).fetchall()[0][0]
+            publishing.log(con, fn, name, tables=[leaf], reads=[table, public_groups], record={**arguments, "groups": groups},
+                           unit_table=unit, epsilon=epsilon, delta=spend_delta)
+            con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit]).fetchall()[0][0])
             con.execute("COMMIT")
             left_e, left_d = debited[0]
             return {"name": name, "source_table": table, "unit_table": unit, "epsilon": epsilon, "delta": spend_delta,
@@ -93,7 +98,10 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
         except duckdb.TransactionException:  # another publish debited the same budget first: start again
             con.execute("ROLLBACK")
             time.sleep(0.01 * (attempt + 1))
-        except Exception:
+        except Exception as error:
             con.execute("ROLLBACK")
+            if publishing.is_disk_full(error):
+                raise publishing.PublishError(f"{fn}(): the disk is full while writing release {name!r}; nothing was "
+                                              "published and nothing was spent") from error
             raise
     raise BudgetError(f"{fn}(): the budget of {unit!r} stayed locked by other publishes through {RETRIES} attempts")

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon.lineage import sql_identifier
+from duckdb_anon.publishing import ordered_sql
 
 SOURCE = "__anon_copy_source"  # where the source is attached (read-only)
 TARGET = "__anon_copy_target"  # where the copy is written
@@ -191,7 +192,8 @@ def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: b
                 quoted = f"{sql_identifier(con, schema)}.{sql_identifier(con, table)}"
                 if schema != "main":
                     con.execute(f"CREATE SCHEMA IF NOT EXISTS {TARGET}.{sql_identifier(con, schema)}")
-                con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {statements[name]}")
+                # stored in the order of its published rows: the source's order (often by raw id) is not carried over
+                con.execute(f"CREATE TABLE {TARGET}.{quoted} AS {ordered_sql(statements[name])}")
             con.execute(f"CREATE TABLE {TARGET}.main.{SUMMARY_TABLE} (schema_name VARCHAR, table_name VARCHAR, "
                         "declared_as VARCHAR, column_name VARCHAR, role VARCHAR, became VARCHAR)")
             con.executemany(f"INSERT INTO {TARGET}.main.{SUMMARY_TABLE} VALUES (?, ?, ?, ?, ?, ?)", plan)

@@ -231,13 +231,8 @@ def table_leaf(con: duckdb.DuckDBPyConnection, name: str) -> relations.Leaf:
 
 def carry_over(con: duckdb.DuckDBPyConnection, unit_table: str) -> None:
     """A budget spent before the publish log existed (an older version's database) gets one log row carrying
-    its spent (epsilon, delta) over, so the ledger adds up from then on. Spent never goes down this way."""
-    found = con.execute("SELECT epsilon_spent, delta_spent FROM anon_dp_budgets WHERE unit_table = ? AND last_spend_hash IS NULL "
-                        "AND (epsilon_spent > 0 OR delta_spent > 0) AND NOT EXISTS (SELECT 1 FROM anon_publish_log "
-                        "WHERE unit_table = ?)", [unit_table, unit_table]).fetchall()
-    if not found:
-        return
-    epsilon, delta = found[0]
-    log(con, "carried over", f"spent before the publish log, on {unit_table}", tables=[], reads=[], record=None,
-        unit_table=unit_table, epsilon=epsilon, delta=delta)
-    con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit_table]).fetchall()[0][0])
+    its spent (epsilon, delta) over (anon_dp_carry_over_sql), so the ledger adds up from then on."""
+    statement = con.execute("SELECT anon_dp_carry_over_sql(?)", [unit_table]).fetchall()[0][0]
+    if statement is not None:
+        con.execute(statement)
+        con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit_table]).fetchall()[0][0])

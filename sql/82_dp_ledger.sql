@@ -113,3 +113,12 @@ CREATE OR REPLACE MACRO anon_dp_ledger_check(fn, ut) AS
 CREATE OR REPLACE MACRO anon_dp_last_spend_sql(ut) AS
     'UPDATE anon_dp_budgets SET last_spend_hash = (SELECT hash FROM anon_publish_log ORDER BY seq DESC LIMIT 1) '
     || 'WHERE unit_table = ' || anon_sql_literal(ut);
+
+-- A budget spent before the publish log existed (a database of an older version): the text of the log row
+-- carrying its spent (epsilon, delta) over, or NULL when there is none to carry. Spent never goes down this way.
+CREATE OR REPLACE MACRO anon_dp_carry_over_sql(ut) AS (
+    SELECT anon_publish_log_sql('carried over', 'spent before the publish log, on ' || b.unit_table, []::VARCHAR[],
+                                []::VARCHAR[], b.unit_table, b.epsilon_spent, b.delta_spent, NULL)
+    FROM anon_dp_budgets b
+    WHERE b.unit_table = ut::VARCHAR AND b.last_spend_hash IS NULL AND (b.epsilon_spent > 0 OR b.delta_spent > 0)
+      AND NOT EXISTS (SELECT 1 FROM anon_publish_log l WHERE l.unit_table = ut::VARCHAR));

@@ -141,6 +141,7 @@ def mondrian(args: argparse.Namespace) -> int:
             progress.step(f"anonymizing into {target}")
             params = [source, qis, args.k, args.mode, args.output_shape, args.categorical_order, args.split_rule,
                       hierarchies, sensitive, args.l, args.l_kind, args.c, args.t, args.max_suppression, keep]
+            from duckdb_anon.publishing import ordered_sql  # the storage order every release is written in
             try:
                 with written_atomically(target, "-o", force=args.force) as temporary:
                     if args.engine == "levels":  # one query per level: memory bounded by one level's state
@@ -149,9 +150,9 @@ def mondrian(args: argparse.Namespace) -> int:
                                         split_rule=args.split_rule, keep=keep, hierarchies=hierarchies,
                                         sensitive=sensitive, l=args.l, l_kind=args.l_kind, c=args.c, t=args.t,
                                         max_suppression=args.max_suppression)
-                        released = con.table("anon_levels_release")
+                        released = con.sql(ordered_sql("SELECT * FROM anon_levels_release"))
                     else:
-                        released = con.sql(MONDRIAN_SQL, params=params)
+                        released = con.sql(ordered_sql(MONDRIAN_SQL), params=params)
                     if kind == "parquet":
                         released.write_parquet(str(temporary))
                     else:

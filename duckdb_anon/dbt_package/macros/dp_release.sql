@@ -66,18 +66,30 @@
   {%- endset -%}
   {%- do duckdb_anon.dp_query(checks) -%}
 
+  {#- a release never replaces what it reads (duckdb_anon.publishing's rule; a model's own name is its release) -#}
+  {%- for read in [table_name, arguments['public_groups']] if read is not none and (read | lower) == (this.identifier | lower) -%}
+    {{ exceptions.raise_compiler_error(fn ~ "(): the model " ~ this.identifier ~ " reads the table of its own name; a release never replaces its source: rename the model") }}
+  {%- endfor -%}
   {%- set ledger = duckdb_anon.dp_query("SELECT " ~ unit ~ " AS unit, " ~ spent ~ " AS spent") -%}
   {%- set unit_table = ledger.columns[0].values()[0] -%}
   {%- set delta_spent = ledger.columns[1].values()[0] -%}
+  {#- the ledger adds up (sql/82_dp_ledger.sql, sql/74_publish_log.sql), a budget of an older version carried over first -#}
+  {%- set carry = duckdb_anon.dp_query("SELECT anon_dp_carry_over_sql(" ~ duckdb_anon.sql_literal(unit_table) ~ ")").columns[0].values()[0] -%}
+  {%- if carry is not none -%}
+    {%- do duckdb_anon.dp_query(carry) -%}
+    {%- do duckdb_anon.dp_query(duckdb_anon.dp_query("SELECT anon_dp_last_spend_sql(" ~ duckdb_anon.sql_literal(unit_table) ~ ")").columns[0].values()[0]) -%}
+  {%- endif -%}
+  {%- do duckdb_anon.dp_query("SELECT anon_dp_ledger_check('" ~ fn ~ "', " ~ duckdb_anon.sql_literal(unit_table) ~ ")") -%}
   {%- set debit = duckdb_anon.dp_query("SELECT anon_dp_budget_check('" ~ fn ~ "', " ~ duckdb_anon.sql_literal(unit_table) ~ ", "
                             ~ duckdb_anon.dp_value(arguments['epsilon']) ~ ", " ~ delta_spent ~ "), anon_dp_debit_sql("
                             ~ duckdb_anon.sql_literal(unit_table) ~ ", " ~ duckdb_anon.dp_value(arguments['epsilon']) ~ ", "
                             ~ delta_spent ~ ")").columns[1].values()[0] -%}
   {%- do duckdb_anon.dp_query(debit) -%}
   {{ drop_relation_if_exists(existing_relation) }}
+  {#- stored in the order of its published rows: duckdb_anon.publishing.ORDER_KEY -#}
   {% call statement('main') -%}
     CREATE TABLE {{ target_relation }} AS SELECT * FROM dp_aggregate({{ duckdb_anon.sql_literal(table_name) }}, {{ duckdb_anon.dp_value(arguments['group_by']) }},
-    {%- for name in names %} {{ name }} := {{ duckdb_anon.dp_value(arguments[name]) }}{{ "," if not loop.last }}{% endfor %})
+    {%- for name in names %} {{ name }} := {{ duckdb_anon.dp_value(arguments[name]) }}{{ "," if not loop.last }}{% endfor %}) ORDER BY hash(*COLUMNS(*))
   {%- endcall %}
   {%- set record = duckdb_anon.dp_query("SELECT anon_dp_record_sql(" ~ duckdb_anon.sql_literal(this.identifier) ~ ", "
                              ~ duckdb_anon.sql_literal(table_name) ~ ", " ~ duckdb_anon.sql_literal(unit_table) ~ ", "
@@ -85,6 +97,12 @@
                              ~ duckdb_anon.sql_literal(tojson(arguments)) ~ ", " ~ duckdb_anon.sql_literal(target_relation) ~ ")"
                             ).columns[0].values()[0] -%}
   {%- do duckdb_anon.dp_query(record) -%}
+  {#- the spend in the append-only publish log, and the budget pointed at it -#}
+  {%- do duckdb_anon.dp_query(duckdb_anon.dp_query("SELECT anon_publish_log_sql('" ~ fn ~ "', " ~ duckdb_anon.sql_literal(this.identifier)
+                              ~ ", [" ~ duckdb_anon.sql_literal((this.database ~ '.' ~ this.schema ~ '.' ~ this.identifier) | lower) ~ "], [], " ~ duckdb_anon.sql_literal(unit_table)
+                              ~ ", " ~ duckdb_anon.dp_value(arguments['epsilon']) ~ ", " ~ delta_spent ~ ", "
+                              ~ duckdb_anon.sql_literal(tojson(arguments)) ~ ")").columns[0].values()[0]) -%}
+  {%- do duckdb_anon.dp_query(duckdb_anon.dp_query("SELECT anon_dp_last_spend_sql(" ~ duckdb_anon.sql_literal(unit_table) ~ ")").columns[0].values()[0]) -%}
 
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   -- `COMMIT` happens here

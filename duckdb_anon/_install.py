@@ -57,7 +57,7 @@ def _lock_for(path: str | None) -> threading.Lock:
 
 def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Every macro, the version and the declarations: the statements of one transaction."""
-    from duckdb_anon import __version__, dp
+    from duckdb_anon import __version__, dp, relations
     from duckdb_anon.levels.checked_macros import checked_macros
     from duckdb_anon.levels.macros import partition_macros
     from duckdb_anon.privacy_units import apply_privacy_units
@@ -65,6 +65,8 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     from duckdb_anon.roles import apply_policies
 
     upgraded = set_aside_old_catalogs(con)  # catalog tables whose old CHECK refuses what this version writes
+    # what a relation reads (duckdb_anon.relations), as one JSON text the lineage UDFs are handed
+    con.execute(f"CREATE OR REPLACE MACRO anon_relation_catalog() AS ({relations.CATALOG_SQL})")
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     restore_old_catalogs(con, upgraded)
@@ -126,12 +128,13 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """The Python UDFs of a connection (they live only as long as it, unlike the macros): the random walk's
     kernel, the DP noise functions and the k^m driver behind km_anonymity()."""
-    from duckdb_anon.dp import noise
+    from duckdb_anon.dp import lineage, noise
     from duckdb_anon.km import udf as km_udf
     from duckdb_anon.walk import register
 
     register(con)
     noise.register(con)
+    lineage.register(con)
     km_udf.register(con)
 
 

@@ -81,11 +81,11 @@ def catalog_key(con: duckdb.DuckDBPyConnection) -> None:
 
 # --- the target -------------------------------------------------------------------------------------------
 
-def leaf_text(leaf: relations.Leaf) -> str:
+def leaf_text(leaf: relations.Key) -> str:
     return ".".join(leaf)
 
 
-def recorded(con: duckdb.DuckDBPyConnection, leaf: relations.Leaf) -> bool:
+def recorded(con: duckdb.DuckDBPyConnection, leaf: relations.Key) -> bool:
     """Is the table a release the package wrote (in the publish log, or in a catalog of an older version)?"""
     if con.execute("SELECT count(*) FROM anon_publish_log WHERE list_contains(tables, ?)", [leaf_text(leaf)]).fetchall()[0][0]:
         return True
@@ -98,22 +98,22 @@ def recorded(con: duckdb.DuckDBPyConnection, leaf: relations.Leaf) -> bool:
         {"n": leaf[2]}).fetchall()[0][0])
 
 
-def source_tables(con: duckdb.DuckDBPyConnection, reads: list[str | None]) -> tuple[set[relations.Leaf], str | None]:
+def source_tables(con: duckdb.DuckDBPyConnection, reads: list[str | None]) -> tuple[set[relations.Key], str | None]:
     """The base tables the relations in `reads` read, and why some could not be told (or None)."""
-    leaves: set[relations.Leaf] = set()
+    leaves: set[relations.Key] = set()
     unresolved = None
     for relation in reads:
         if relation is None:
             continue
         try:
-            leaves |= relations.base_tables(con, relation)
-        except relations.Unresolved as why:
+            leaves |= set(relations.base_tables(con, relation))
+        except relations.RelationError as why:
             unresolved = f"{relation!r}: {why}"
     return leaves, unresolved
 
 
 def check_target(con: duckdb.DuckDBPyConnection, fn: str, name: object, *, reads: list[str | None], replace: bool,
-                 argument: str = "name") -> relations.Leaf:
+                 argument: str = "name") -> relations.Key:
     """Refuse a release table `name` (a plain table name in the current schema, as every publisher takes it)
     that is a table the release reads, a view, or an existing table that is not a recorded release or that
     `replace` does not allow; returns the table it will be, (catalog, schema, table) in lower case."""
@@ -198,7 +198,7 @@ def check_log(con: duckdb.DuckDBPyConnection, fn: str) -> None:
         raise PublishError(f"{fn}(): {problem}; the catalog can no longer be trusted, so nothing is published")
 
 
-def log(con: duckdb.DuckDBPyConnection, fn: str, release_name: str, *, tables: list[relations.Leaf | str],
+def log(con: duckdb.DuckDBPyConnection, fn: str, release_name: str, *, tables: list[relations.Key | str],
         reads: list[str | None], record: dict | None, unit_table: str | None = None, epsilon: float = 0.0,
         delta: float = 0.0) -> str:
     """Append the publish to anon_publish_log (inside the caller's transaction, after checking the chain);
@@ -223,7 +223,7 @@ def check_ledger(con: duckdb.DuckDBPyConnection, fn: str, unit_table: str) -> No
         raise PublishError(f"{fn}(): {problem}; nothing is published")
 
 
-def table_leaf(con: duckdb.DuckDBPyConnection, name: str) -> relations.Leaf:
+def table_leaf(con: duckdb.DuckDBPyConnection, name: str) -> relations.Key:
     """The (catalog, schema, table) a plain table name of the current schema is."""
     current = con.execute("SELECT lower(current_database()), lower(current_schema())").fetchall()[0]
     return (current[0], current[1], name.lower())

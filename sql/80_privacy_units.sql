@@ -69,11 +69,15 @@ CREATE OR REPLACE MACRO anon_privacy_unit_sql(tn) AS (
          LEFT JOIN anon_privacy_units v ON v.table_name = u.via_table
     WHERE u.table_name = tn);
 
--- The statement that (re)creates privacy_unit_rows(table_name) from the current declarations.
+-- The statements that (re)create privacy_unit_rows(table_name) and anon_privacy_unit_compiled(table_name)
+-- from the current declarations.
 CREATE OR REPLACE MACRO anon_compile_privacy_units() AS (
     SELECT 'CREATE OR REPLACE MACRO privacy_unit_rows(table_name) AS TABLE SELECT * FROM query(CASE WHEN false THEN NULL '
            || coalesce(string_agg('WHEN table_name = ' || anon_sql_literal(table_name) || ' THEN '
                                   || anon_sql_literal(anon_privacy_unit_sql(table_name)), ' ' ORDER BY table_name), '')
            || ' ELSE ''SELECT error('' || anon_sql_literal(''privacy_unit_rows(): argument ''''table_name'''': no privacy unit declared for table '''''' || coalesce(table_name, ''NULL'') || '''''': declare it with duckdb_anon.declare_privacy_unit() or in anon_privacy_units'') || '') AS __anon_unit'' END) '
-           || 'WHERE anon_privacy_units_current(' || anon_sql_literal(anon_privacy_units_fingerprint()) || ')'
+           || 'WHERE anon_privacy_units_current(' || anon_sql_literal(anon_privacy_units_fingerprint()) || '); '
+           -- the names declared, as a constant the DP aggregates' SQL can test when it is bound
+           || 'CREATE OR REPLACE MACRO anon_privacy_unit_compiled(table_name) AS list_contains('
+           || anon_sql_list(coalesce(list(table_name ORDER BY table_name), [])) || ', table_name)'
     FROM anon_privacy_units);

@@ -61,13 +61,9 @@ CREATE OR REPLACE MACRO anon_dp_ledger_problem(ut) AS (
 CREATE OR REPLACE MACRO anon_dp_delta_spent(noise, delta, public) AS
     CASE WHEN noise = 'laplace' AND public THEN 0.0 ELSE coalesce(TRY_CAST(delta AS DOUBLE), 0.0) END;  -- dp_aggregate refuses a bad delta
 
--- Whose budget a release of table tn spends: the table holding its declared person column, or the table
--- itself when its person column is given (puc, the privacy_unit_column); otherwise an error naming fn.
-CREATE OR REPLACE MACRO anon_dp_unit_table(fn, tn, puc) AS coalesce(
-    (SELECT first(unit_table) FROM anon_privacy_unit_problems WHERE table_name = tn::VARCHAR),
-    CASE WHEN puc IS NOT NULL THEN tn::VARCHAR END,
-    error(fn || '(): argument ''table'': no privacy unit declared for ' || anon_shown(tn)
-          || ' (declare_privacy_unit(), or pass privacy_unit_column)'));
+-- Whose budget a release of relation tn spends: the table holding its people's person column, as lineage
+-- finds it through views (anon_dp_lineage, sql/81_dp_arguments.sql); an error naming fn when it cannot tell.
+CREATE OR REPLACE MACRO anon_dp_unit_table(fn, tn, puc) AS anon_dp_lineage(fn, tn, puc, NULL)->>'unit_table';
 
 -- Whether a budget of (epsilon, delta) with (epsilon_spent, delta_spent) spent can pay (e, d) more.
 CREATE OR REPLACE MACRO anon_dp_budget_fits(epsilon, delta, epsilon_spent, delta_spent, e, d) AS

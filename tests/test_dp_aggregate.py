@@ -118,7 +118,7 @@ def test_bad_table_and_groups(dp_con):
     assert_error_names(dp_con, f"SELECT * FROM dp_aggregate('ratings', ['shelf'], {base})", ["dp_aggregate", "'group_by'", "shelf"])
     assert_error_names(dp_con, f"SELECT * FROM dp_aggregate(NULL, ['item'], {base})", ["dp_aggregate", "'table_name'"])
     assert_error_names(dp_con, "SELECT * FROM dp_aggregate('ratings', ['item'], epsilon := 1, delta := 1e-6, max_groups_contributed := 2)",
-                       ["privacy_unit_rows", "no privacy unit declared", "ratings"])
+                       ["dp_aggregate", "'privacy_unit_column'", "no privacy unit declared", "ratings"])
 
 
 def test_bounds_left_out_are_chosen_by_dp_quantiles_and_reported(dp_con):

@@ -42,7 +42,7 @@ def test_laplace_on_public_groups_spends_no_delta_and_a_failed_query_spends_noth
     duckdb_anon.set_dp_budget(con, "ratings", 1.0, 0.0)
     duckdb_anon.publish_dp(con, "ratings", "public_counts", group_by=["item"], epsilon=0.5, delta=0,
                            max_groups_contributed=3, public_groups="items")
-    with pytest.raises(Exception, match="dp_aggregate.*'noise'"):
+    with pytest.raises(Exception, match="publish_dp.*'noise'"):
         duckdb_anon.publish_dp(con, "ratings", "bad", **{**ARGS, "delta": 0}, public_groups="items", noise="cauchy")
     assert con.execute("SELECT epsilon_spent, delta_spent FROM anon_dp_ledger").fetchall()[0] == (0.5, 0.0)
 

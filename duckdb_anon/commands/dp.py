@@ -18,7 +18,8 @@ OPTIONS = {"table": "TABLE", "table_name": "TABLE", "name": "NAME", "group_by": 
            "aggregates": "--aggregates", "epsilon": "--epsilon", "delta": "--delta",
            "max_groups_contributed": "--max-groups", "max_rows_per_group": "--max-rows", "min_value": "--min-value",
            "max_value": "--max-value", "noise": "--noise", "public_groups": "--public-groups",
-           "privacy_unit_column": "--privacy-unit-column", "confidence": "--confidence", "unit_table": "UNIT_TABLE"}
+           "privacy_unit_column": "--privacy-unit-column", "confidence": "--confidence", "unit_table": "UNIT_TABLE",
+           "allow_large_epsilon": "--allow-large-epsilon"}
 
 
 def _bad(exc: Exception) -> Exception:
@@ -51,7 +52,8 @@ def publish(args: argparse.Namespace) -> int:
                                  max_groups_contributed=args.max_groups, max_rows_per_group=args.max_rows,
                                  min_value=args.min_value, max_value=args.max_value, noise=args.noise,
                                  public_groups=args.public_groups, privacy_unit_column=args.privacy_unit_column,
-                                 confidence=args.confidence, replace=args.replace)
+                                 confidence=args.confidence, replace=args.replace,
+                                 allow_large_epsilon=args.allow_large_epsilon)
             except (DeclarationError, duckdb.Error) as exc:
                 raise _bad(exc) from None
         print_published(args.name, args.database, row)
@@ -91,6 +93,8 @@ def add_commands(sub) -> None:
     p.add_argument("--public-groups", metavar="TABLE", help="a table of the groups to release")
     p.add_argument("--privacy-unit-column", metavar="COLUMN", help="the person column of an undeclared table")
     p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--allow-large-epsilon", action="store_true",
+                   help="allow --epsilon above 10 (a guarantee too weak to protect anyone)")
     p.add_argument("--replace", action="store_true", help="replace an existing table NAME")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=publish)

@@ -35,12 +35,12 @@ def _parameters(noisy: bool) -> dict[str, exp.Expression]:
 def _relations(fn: str, noisy: bool) -> str:
     """The CTEs every DP macro starts with: argument checks (bound first), the plan's source and public groups."""
     extra = (", noisy := true, aggregates := aggregates, epsilon := epsilon, delta := delta, noise := noise, "
-             "public_groups := public_groups, confidence := confidence") if noisy else ""
+             "public_groups := public_groups, confidence := confidence, allow_large_epsilon := allow_large_epsilon") if noisy else ""
     checks = (f"anon_dp_arguments_ok('{fn}', table_name, group_by, value, max_groups_contributed, max_rows_per_group, "
               f"min_value, max_value, privacy_unit_column{extra})")
     public = "anon_dp_public_sql(public_groups, group_by)" if noisy else "anon_dp_public_sql(NULL, group_by)"
     return (f"__dp_args AS (SELECT ok FROM anon_arguments({checks})), "
-            f"__dp_checks AS (SELECT u.ok AND c.ok AS ok FROM anon_dp_unit_checked('{fn}', table_name, privacy_unit_column) u, "
+            f"__dp_checks AS (SELECT u.ok AND c.ok AS ok FROM anon_dp_unit_checked('{fn}', table_name, privacy_unit_column{', public_groups := public_groups' if noisy else ''}) u, "
             f"anon_dp_columns_checked('{fn}', table_name, group_by, value, privacy_unit_column) c), "
             f"__dp_source AS (SELECT * FROM query(anon_after({checks}, "
             f"anon_dp_source_sql(table_name, group_by, value, privacy_unit_column)))), "
@@ -79,7 +79,7 @@ def macros() -> tuple[str, ...]:
     plan alone, and sqlglot takes about 0.13 s for it, which every install() would pay again."""
     aggregate = _macro(
         "dp_aggregate", f"{_COMMON}, aggregates := ['count'], epsilon := NULL, delta := NULL, noise := 'laplace', "
-        "public_groups := NULL, confidence := 0.95", plan.released_query(), True,
+        "public_groups := NULL, confidence := 0.95, allow_large_epsilon := false", plan.released_query(), True,
         f"unnest(__anon_group), COLUMNS(lambda c: list_contains({_CHOSEN}, {_owner()}))")
     bounded = _macro("dp_bounded_aggregates", f"{_COMMON}, key := NULL", plan.bounded_query(), False,
                      "unnest(__anon_group), persons, rows, nsum AS centered_sum")

@@ -70,6 +70,8 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     restore_old_catalogs(con, upgraded)
+    from duckdb_anon.publishing import digest_legacy_people
+    digest_legacy_people(con)  # a catalog of an older version held raw persons
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)
@@ -162,7 +164,10 @@ def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
             f"lets one process at a time write a file; close it there, or open it with access_mode='READ_ONLY' "
             f"everywhere ({err})") from None
     try:
-        return install(con)
+        install(con)
+        from duckdb_anon.publishing import load_catalog_key
+        load_catalog_key(con)  # the catalog key beside the file, if there is one, for the SQL that reads the people
+        return con
     except BaseException:
         con.close()
         raise

@@ -79,6 +79,13 @@ def catalog_key(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"SET VARIABLE {KEY_VARIABLE} = ?", [key])
 
 
+def load_catalog_key(con: duckdb.DuckDBPyConnection) -> None:
+    """catalog_key() when the key file exists already (connect() calls it: no file is made by opening one)."""
+    path = _key_file(con)
+    if path is not None and path.exists():
+        catalog_key(con)
+
+
 # --- the target -------------------------------------------------------------------------------------------
 
 def leaf_text(leaf: relations.Key) -> str:
@@ -236,3 +243,17 @@ def carry_over(con: duckdb.DuckDBPyConnection, unit_table: str) -> None:
     if statement is not None:
         con.execute(statement)
         con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit_table]).fetchall()[0][0])
+
+
+def digest_legacy_people(con: duckdb.DuckDBPyConnection) -> None:
+    """At install: a catalog of an older version holds raw persons in anon_release_people and
+    anon_release_held; replace them with their digests (once: anon_catalog_people_digested records it)."""
+    if con.execute("SELECT count(*) FROM anon_catalog_people_digested").fetchall()[0][0]:
+        return
+    legacy = con.execute("SELECT (SELECT count(*) FROM anon_release_people) + (SELECT count(*) FROM anon_release_held)"
+                         ).fetchall()[0][0]
+    if legacy:
+        catalog_key(con)
+        for table in ("anon_release_people", "anon_release_held"):
+            con.execute(f"UPDATE {table} SET person = anon_person_digest(person)")
+    con.execute("INSERT INTO anon_catalog_people_digested VALUES (true)")

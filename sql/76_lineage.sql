@@ -33,6 +33,10 @@ CREATE TABLE IF NOT EXISTS anon_release_people (
     labels       VARCHAR[] NOT NULL,
     PRIMARY KEY (release_name, person));
 
+-- One row once the people of this catalog are digests: a database of an older version recorded raw values,
+-- which duckdb_anon.publishing.digest_legacy_people() replaces at install (the row is written then).
+CREATE TABLE IF NOT EXISTS anon_catalog_people_digested (digested BOOLEAN NOT NULL);
+
 -- The people of the source a re-release did not publish, and why.
 CREATE TABLE IF NOT EXISTS anon_release_held (
     release_name VARCHAR NOT NULL,

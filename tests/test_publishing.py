@@ -260,3 +260,34 @@ def test_the_dp_ledger_adds_up_and_an_edit_by_hand_is_refused(db):
     duckdb_anon.publish_dp(db, "ledger_people", "ledger_r2", **arguments)  # restored: it adds up again
     assert db.execute("SELECT epsilon_spent FROM anon_dp_budgets WHERE unit_table = 'ledger_people'").fetchall()[0][0] == \
         pytest.approx(3.0)
+
+
+def test_the_catalog_key_lives_beside_the_file_and_an_older_catalog_is_digested(tmp_path):
+    """A file database: the key file appears beside it (owner-only), the same key is read back by the next
+    connection (so a later release is audited against the earlier one's people), and raw persons an older
+    version recorded are replaced by their digests at install."""
+    import os
+    import stat
+
+    from independent import catalog_digest
+    path = tmp_path / "clinic.duckdb"
+    con = duckdb_anon.connect(str(path))
+    con.execute("CREATE TABLE t AS SELECT 'P' || lpad(range::VARCHAR, 6, '0') AS id, range % 40 AS age FROM range(200)")
+    duckdb_anon.publish_mondrian(con, "t", "t1", ["age"], 5, keep=["id"], id_column="id")
+    key_file = tmp_path / "clinic.duckdb.anon-key"
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    first = catalog_digest(con, "P000007")
+    con.close()
+    con = duckdb_anon.connect(str(path))
+    assert catalog_digest(con, "P000007") == first == con.execute("SELECT anon_person_digest('P000007')").fetchall()[0][0]
+    duckdb_anon.publish_mondrian(con, "t", "t2", ["age"], 5, keep=["id"], id_column="id", allow_differencing=True)
+    assert con.execute("SELECT count(*) FROM anon_release_people a JOIN anon_release_people b USING (person) "
+                       "WHERE a.release_name = 't1' AND b.release_name = 't2'").fetchall() == [(200,)]  # matched across sessions
+    assert key_file.read_text().strip() not in path.read_bytes().decode("latin-1")  # never inside the file
+    con.execute("DELETE FROM anon_catalog_people_digested; DELETE FROM anon_release_people")  # as an older version left it
+    con.execute("INSERT INTO anon_release_people VALUES ('old', 'P000123', ['x'])")
+    con.close()
+    con = duckdb_anon.connect(str(path))
+    assert con.execute("SELECT person FROM anon_release_people WHERE release_name = 'old'").fetchall() == \
+        [(catalog_digest(con, "P000123"),)]
+    con.close()

@@ -19,16 +19,42 @@ ADULT_QIS = ["age", "workclass", "education_num", "marital_status", "occupation"
 ADULT_NUMERIC = ["age", "education_num"]
 
 
+STAGED = "__anon_example_staged"
+
+
+def _create(con: duckdb.DuckDBPyConnection, fn: str, argument: str, name: object, select_sql: str, params=None) -> str:
+    """Create table `name` from `select_sql`. An existing table of that name is kept when it holds exactly the
+    same rows (a notebook re-run) and refused otherwise: loading an example never replaces a user's table."""
+    if not isinstance(name, str) or not name or '"' in name:
+        raise ValueError(f"{fn}(): argument {argument!r} must be a table name without double quotes, got {name!r}")
+    quoted = '"' + name + '"'
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND "
+                         "schema_name = current_schema() AND lower(table_name) = lower(?)", [name]).fetchall()[0][0]
+    if not exists:
+        con.execute(f"CREATE TABLE {quoted} AS {select_sql}", params)
+        return name
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGED} AS {select_sql}", params)
+    try:
+        same = con.execute(f"SELECT (SELECT count(*) FROM {STAGED}) = (SELECT count(*) FROM {quoted}) AND NOT EXISTS "
+                           f"(SELECT * FROM {STAGED} EXCEPT ALL SELECT * FROM {quoted})").fetchall()[0][0]
+    except duckdb.Error:  # other columns: not the example
+        same = False
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{STAGED}")
+    if not same:
+        raise ValueError(f"{fn}(): argument {argument!r}: table {name!r} exists and holds other data; an example is never "
+                         "loaded over a table of yours: pass another name, or drop the table first")
+    return name
+
+
 def adult_path() -> Path:
     return Path(str(resources.files("duckdb_anon") / "data" / "adult.parquet"))
 
 
 def load_adult(con: duckdb.DuckDBPyConnection, name: str = "adult") -> str:
-    """Create (or replace) table `name` holding cleaned Adult with a row id `rid` (0-based, file order)."""
-    quoted = '"' + name.replace('"', '""') + '"'
-    con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM read_parquet(?) ORDER BY rid",
-                [str(adult_path())])
-    return name
+    """Create table `name` holding cleaned Adult with a row id `rid` (0-based, file order); a table of that
+    name holding the same rows is kept, one holding other data is refused (never replaced)."""
+    return _create(con, "load_adult", "name", name, "SELECT * FROM read_parquet(?) ORDER BY rid", [str(adult_path())])
 
 
 #: Adult's categorical QIs that have a generalization hierarchy (from qiyuangong/Basic_Mondrian, MIT),
@@ -41,24 +67,21 @@ def hierarchy_path(qi: str) -> Path:
 
 
 def load_adult_hierarchies(con: duckdb.DuckDBPyConnection, prefix: str = "h_") -> dict[str, str]:
-    """Create (or replace) one hierarchy table per categorical Adult QI, named prefix + QI, by the SQL
-    loader ``hierarchy_from_text``. Returns {qi: table name}, ready for ``mondrian(..., hierarchies := ...)``."""
-    tables = {}
-    for qi in ADULT_HIERARCHY_QIS:
-        name = prefix + qi
-        quoted = '"' + name.replace('"', '""') + '"'
-        con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT * FROM hierarchy_from_text(?)", [str(hierarchy_path(qi))])
-        tables[qi] = name
-    return tables
+    """Create one hierarchy table per categorical Adult QI, named prefix + QI, by the SQL loader
+    ``hierarchy_from_text`` (kept or refused as load_adult does). Returns {qi: table name}, ready for
+    ``mondrian(..., hierarchies := ...)``."""
+    if not isinstance(prefix, str):
+        raise ValueError(f"load_adult_hierarchies(): argument 'prefix' must be text, got {prefix!r}")
+    return {qi: _create(con, "load_adult_hierarchies", "prefix", prefix + qi, "SELECT * FROM hierarchy_from_text(?)",
+                        [str(hierarchy_path(qi))]) for qi in ADULT_HIERARCHY_QIS}
 
 
 def load_patients(con: duckdb.DuckDBPyConnection, name: str = "patients", rows: int = 2000, seed: int = 1) -> str:
-    """Create (or replace) table `name`: `rows` synthetic patients, the same for the same `seed`, for
-    examples and the documentation. Nobody in it is real. Columns: patient_id, name, birth_date, age, zip,
+    """Create table `name`: `rows` synthetic patients, the same for the same `seed`, for examples and the
+    documentation (kept or refused as load_adult does). Nobody in it is real. Columns: patient_id, name, birth_date, age, zip,
     sex, diagnosis, visits. Ages skew to the middle, a few ZIP codes hold most patients, and the diagnosis
     depends a little on age."""
-    quoted = '"' + name.replace('"', '""') + '"'
-    con.execute(f"""CREATE OR REPLACE TABLE {quoted} AS
+    return _create(con, "load_patients", "name", name, """
         WITH draws AS (
             SELECT range + 1 AS n, hash(range, $seed, 1) % 1000000 / 1000000.0 AS u1,
                    hash(range, $seed, 2) % 1000000 / 1000000.0 AS u2, hash(range, $seed, 3) AS h
@@ -79,4 +102,3 @@ def load_patients(con: duckdb.DuckDBPyConnection, name: str = "patients", rows: 
                     ELSE ['asthma', 'diabetes', 'flu', 'hypertension', 'migraine', 'none'][(h // 3504000 % 6)::INTEGER + 1] END AS diagnosis,
                (h // 21024000 % 12)::INTEGER AS visits
         FROM shaped ORDER BY n""", {"seed": seed, "rows": rows})
-    return name

@@ -29,6 +29,9 @@ class DiskFullError(OSError):
                          f"nothing was written there: free space, or write elsewhere. ({cause})")
         self.operation, self.path = operation, path
 
+    def __str__(self) -> str:  # the message alone, without OSError's "[Errno 28]" prefix
+        return self.strerror
+
 
 def is_disk_full(exc: BaseException | None) -> bool:
     """Whether `exc` (or an exception it was raised from) says the disk is full."""

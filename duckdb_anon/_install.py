@@ -12,10 +12,13 @@ them), installs into one file take turns behind a per-file lock of this process,
 writer outside that lock (another tool on the same instance) is retried a few times with a growing pause.
 Across processes DuckDB lets one process open a file read-write, or many open it read-only: a read-only
 connection is not written to (the macros must be installed already), and connect() turns the lock
-conflict into an error that says who holds the file.
+conflict into an error that says who holds the file. Processes creating one new file at once: DuckDB
+writes the file's headers after creating it, so the others may find a file without them ("not a valid
+DuckDB database file"); connect() tries again for about 1.5 s, and then says the file is being created.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from importlib import resources
@@ -149,20 +152,40 @@ def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
     return con.execute("SELECT duckdb_anon_version()").fetchall()[0][0] if found else None
 
 
+def _just_created(database: str) -> bool:
+    """Whether the file `database` was created (or written) in the last few seconds: only then can its
+    missing headers mean that another process is creating it, rather than a file that is not DuckDB's."""
+    try:
+        return time.time() - os.stat(database).st_mtime < 5
+    except (OSError, TypeError, ValueError):
+        return False
+
+
 def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection (``duckdb.connect(database, config=config)``) with duckdb-anon installed.
 
     ``access_mode='READ_ONLY'`` opens a file that already holds the macros without writing to it; many
     processes can do so at once, while only one process at a time can open a file read-write."""
-    try:
-        con = duckdb.connect(database, config=config) if config else duckdb.connect(database)
-    except duckdb.IOException as err:
-        if "lock" not in str(err).lower():
-            raise
-        raise duckdb.IOException(
-            f"connect(): argument 'database' {database!r} is open read-write in another process, and DuckDB "
-            f"lets one process at a time write a file; close it there, or open it with access_mode='READ_ONLY' "
-            f"everywhere ({err})") from None
+    for attempt in range(ATTEMPTS):
+        try:
+            con = duckdb.connect(database, config=config) if config else duckdb.connect(database)
+            break
+        except duckdb.IOException as err:
+            if "lock" in str(err).lower():
+                raise duckdb.IOException(
+                    f"connect(): argument 'database' {database!r} is open read-write in another process, and DuckDB "
+                    f"lets one process at a time write a file; close it there, or open it with access_mode='READ_ONLY' "
+                    f"everywhere ({err})") from None
+            if "not a valid duckdb database file" not in str(err).lower() or not _just_created(database):
+                raise
+            # Another process is creating the file: DuckDB creates it before it takes the lock and writes the
+            # headers, so a second process can read a file without them. Once they are written, the next try
+            # opens it (or meets the lock, reported above).
+            if attempt == ATTEMPTS - 1:
+                raise duckdb.IOException(
+                    f"connect(): argument 'database' {database!r}: the database file is being created by another "
+                    f"process; retry ({str(err).splitlines()[0]})") from None
+            time.sleep(0.05 * 2 ** attempt)
     try:
         install(con)
         from duckdb_anon.publishing import load_catalog_key

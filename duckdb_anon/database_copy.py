@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from duckdb_anon.errors import disk_full_as
 from duckdb_anon.lineage import sql_identifier
 from duckdb_anon.publishing import ordered_sql
 
@@ -184,7 +185,9 @@ def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: b
     statements = dict(con.execute("SELECT table_name, select_sql FROM anon_copy_statements(?)",
                                   [[{"declared": name, "schema": schema, "name": table} for schema, table, name in selected]]
                                   ).fetchall())
-    with written_atomically(target, "target_path", force=replace) as temporary:
+    # a full disk is reported naming the operation and the target; written_atomically and the finally below
+    # have removed the temporary file and its WAL by then, and the target only ever appears by a rename
+    with disk_full_as("masked_copy()", str(target)), written_atomically(target, "target_path", force=replace) as temporary:
         try:
             con.execute(f"ATTACH ? AS {TARGET}", [str(temporary)])
             for schema, table, name in selected:
@@ -198,7 +201,9 @@ def _copy(con: duckdb.DuckDBPyConnection, source: Path, target: Path, replace: b
                         "declared_as VARCHAR, column_name VARCHAR, role VARCHAR, became VARCHAR)")
             con.executemany(f"INSERT INTO {TARGET}.main.{SUMMARY_TABLE} VALUES (?, ?, ?, ?, ?, ?)", plan)
         finally:  # detached (checkpointed and closed) before the rename, or before removal on failure
-            con.execute(f"DETACH DATABASE IF EXISTS {TARGET}")
-            Path(f"{temporary}.wal").unlink(missing_ok=True)
+            try:
+                con.execute(f"DETACH DATABASE IF EXISTS {TARGET}")  # its checkpoint can fail too on a full disk
+            finally:
+                Path(f"{temporary}.wal").unlink(missing_ok=True)
     fields = ("schema_name", "table_name", "declared_as", "column_name", "role", "became")
     return [dict(zip(fields, row)) for row in plan]

@@ -34,6 +34,7 @@ from pathlib import Path
 import duckdb
 
 from duckdb_anon import relations
+from duckdb_anon.errors import is_disk_full
 from duckdb_anon.roles import DeclarationError
 
 KEY_VARIABLE = "duckdb_anon_catalog_key"
@@ -173,11 +174,6 @@ def ordered_sql(select_sql: str) -> str:
 
 
 # --- all or nothing, and the log --------------------------------------------------------------------------
-
-def is_disk_full(error: BaseException) -> bool:
-    text = str(error)
-    return "No space left on device" in text or "ENOSPC" in text or getattr(error, "errno", None) == 28
-
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection, fn: str, operation: str):

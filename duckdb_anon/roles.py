@@ -22,6 +22,27 @@ class DeclarationError(ValueError):
     """A role or policy that cannot be declared; the message names the function and the argument."""
 
 
+def _name(fn: str, arg: str, value, nullable: bool = False) -> None:
+    """A non-empty string (or None when nullable): checked in Python, since a wrong type would otherwise fail
+    deep inside (None.lower(): AttributeError) or be stored as its text."""
+    if value is None and nullable:
+        return
+    if not isinstance(value, str) or not value:
+        raise DeclarationError(f"{fn}(): argument '{arg}' must be a non-empty string{' or None' if nullable else ''}, "
+                               f"got {value!r}")
+
+
+def _number(fn: str, arg: str, value, integer: bool = False, nullable: bool = False) -> None:
+    """An int (a float too unless integer), never a bool or a string: set_policy(k='10') is refused rather
+    than cast by DuckDB. The ranges are the catalog's CHECK constraints'."""
+    if value is None and nullable:
+        return
+    kinds = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise DeclarationError(f"{fn}(): argument '{arg}' must be {'an integer' if integer else 'a number'}"
+                               f"{' or None' if nullable else ''}, got {value!r}")
+
+
 def _columns(con: duckdb.DuckDBPyConnection, table: str, fn: str = "declare_role") -> list[str]:
     """The columns of `table`, read as query_table() reads it; an error naming `fn` when it cannot be read."""
     try:
@@ -40,8 +61,15 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
     A 'masked' column names its masking function in `mask` ('name', 'email', 'partial', 'date_shift', ...:
     docs/masking.md) and its arguments in `mask_args` (values as text or numbers; 'by' names the column
     identifying the person). The rule checking them is the SQL macro anon_mask_problem's."""
-    if role not in ROLES:
+    fn = "declare_role"
+    _name(fn, "table", table)
+    _name(fn, "column", column)
+    if not isinstance(role, str) or role not in ROLES:
         raise DeclarationError(f"declare_role(): argument 'role' must be one of {', '.join(ROLES)}, got {role!r}")
+    _name(fn, "hierarchy", hierarchy, nullable=True)
+    _name(fn, "mask", mask, nullable=True)
+    if not isinstance(pseudonymize, bool):
+        raise DeclarationError(f"declare_role(): argument 'pseudonymize' must be True or False, got {pseudonymize!r}")
     columns = _columns(con, table)
     if column.lower() not in (c.lower() for c in columns):
         raise DeclarationError(f"declare_role(): argument 'column': table {table!r} has no column {column!r} "
@@ -100,7 +128,18 @@ def set_policy(con: duckdb.DuckDBPyConnection, table: str, k: int, *, mode: str 
 
     `undeclared`: what anonymized() does with a column that has no declared role: 'error' (refuse the
     table, the default) or 'drop' (leave the column out of the release)."""
-    if undeclared not in ("error", "drop"):
+    fn = "set_policy"
+    _name(fn, "table", table)
+    _number(fn, "k", k, integer=True)
+    limit = con.execute("SELECT anon_limit('k')").fetchall()[0][0]  # the bound mondrian() checks
+    if k > limit:
+        raise DeclarationError(f"set_policy(): argument 'k' must be at most {limit} (a bound on the work it sizes), got {k!r}")
+    for arg, value in (("mode", mode), ("l_kind", l_kind)):
+        _name(fn, arg, value)
+    _name(fn, "key_name", key_name, nullable=True)
+    for arg, value, nullable in (("l", l, True), ("c", c, False), ("t", t, True), ("max_suppression", max_suppression, False)):
+        _number(fn, arg, value, nullable=nullable)
+    if not isinstance(undeclared, str) or undeclared not in ("error", "drop"):
         raise DeclarationError(f"set_policy(): argument 'undeclared' must be 'error' or 'drop', got {undeclared!r}")
     _columns(con, table, "set_policy")  # a policy for a table that does not exist would never apply
     try:
@@ -162,6 +201,8 @@ def create_anonymized_view(con: duckdb.DuckDBPyConnection, table: str, view: str
     The risk you take: when the data changes, the view re-partitions, and someone who reads it before and
     after can intersect the two releases (a differencing attack; measure it with release_differencing()).
     For anything that leaves the database, publish a frozen release instead (:func:`publish_release`)."""
+    _name("create_anonymized_view", "table", table)
+    _name("create_anonymized_view", "view", view)
     quoted_view = '"' + view.replace('"', '""') + '"'
     literal = con.execute("SELECT anon_sql_literal(?)", [table]).fetchall()[0][0]
     con.execute(f"CREATE OR REPLACE VIEW {quoted_view} AS SELECT * FROM anonymized({literal})")

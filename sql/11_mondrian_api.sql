@@ -105,6 +105,7 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
             ELSE anon_sql_list(try_cast(qis AS VARCHAR[])) END || ', '
     || CASE WHEN NOT regexp_matches(typeof(k), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$')
                  THEN error(fn || '(): argument ''k'' must be an integer, got ' || coalesce(k::VARCHAR, 'NULL'))
+            WHEN NOT anon_at_most(fn, 'k', k, 'k') THEN NULL
             WHEN try_cast(k AS BIGINT) IS NULL OR try_cast(k AS BIGINT) < 1
                  THEN error(fn || '(): argument ''k'' must be at least 1, got ' || coalesce(k::VARCHAR, 'NULL'))
             ELSE try_cast(k AS BIGINT)::VARCHAR END || ', '

@@ -23,7 +23,8 @@ WITH
 args AS (  -- bound first: see equivalence_classes
     SELECT ok FROM anon_arguments(anon_name_ok('release_measures', 'table_name', table_name)
                                   AND anon_columns_ok('release_measures', 'qis', qis)
-                                  AND anon_number_ok('release_measures', 'k', k, lo := 1, integer := true, nullable := true))),
+                                  AND anon_number_ok('release_measures', 'k', k, lo := 1, integer := true, nullable := true)
+                    AND anon_at_most('release_measures', 'k', k, 'k'))),
 checks AS (SELECT ok FROM anon_require_columns('release_measures', 'qis', table_name, qis, table_arg := 'table_name'))
 SELECT sum(class_size)::BIGINT AS rows,
        count(*) AS classes,

@@ -71,6 +71,7 @@ CREATE OR REPLACE MACRO anon_localities_checks(table_name, column_name, segment_
 SELECT c.ok
    AND anon_check(NOT anon_is_integer(segment_size) OR segment_size < 3, 'localities', 'segment_size',
                   'must be an integer of at least 3, got ' || coalesce(segment_size::VARCHAR, 'NULL'))
+   AND anon_at_most('localities', 'segment_size', segment_size, 'segment_size')
    AND anon_check(NOT coalesce(try_cast(sample AS DOUBLE) > 0 AND try_cast(sample AS DOUBLE) <= 1, false),
                   'localities', 'sample', 'must be a number in (0, 1], got ' || coalesce(sample::VARCHAR, 'NULL'))
    AND anon_check(NOT anon_is_integer(seed) OR seed < 0, 'localities', 'seed',

@@ -26,10 +26,12 @@ CREATE OR REPLACE MACRO anon_walk_checks(table_name, column_name, locality_table
 SELECT c.ok AND l.ok
    AND anon_check(NOT anon_is_integer(iterations) OR iterations < 0, 'random_walk', 'iterations',
                   'must be an integer >= 0, got ' || coalesce(iterations::VARCHAR, 'NULL'))
+   AND anon_at_most('random_walk', 'iterations', iterations, 'iterations')
    AND anon_check(NOT anon_is_integer(seed) OR seed < 0, 'random_walk', 'seed',
                   'must be an integer >= 0, got ' || coalesce(seed::VARCHAR, 'NULL'))
    AND anon_check(segment_size IS NOT NULL AND (NOT anon_is_integer(segment_size) OR segment_size < 3), 'random_walk',
                   'segment_size', 'must be an integer of at least 3 (or NULL: the locality table''s), got ' || segment_size::VARCHAR)
+   AND anon_at_most('random_walk', 'segment_size', segment_size, 'segment_size')
    AND anon_check(bounds IS NULL OR bounds::VARCHAR NOT IN ('radius', 'domain', 'segment'), 'random_walk', 'bounds',
                   'must be ''radius'', ''domain'' or ''segment'', got ' || coalesce('''' || bounds::VARCHAR || '''', 'NULL'))
    AND anon_check(bounds = 'radius' AND NOT coalesce(anon_is_numeric(radius) AND NOT anon_is_temporal(radius)

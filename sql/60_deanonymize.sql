@@ -12,7 +12,13 @@ u AS (SELECT range AS record_id,
       FROM range(anon_after(anon_number_ok('synthetic_ratings', 'users', users, lo := 1, integer := true)
                             AND anon_number_ok('synthetic_ratings', 'items', items, lo := 1, integer := true)
                             AND anon_number_ok('synthetic_ratings', 'ratings_per_user', ratings_per_user, lo := 1)
-                            AND anon_number_ok('synthetic_ratings', 'seed', seed, integer := true),
+                            AND anon_number_ok('synthetic_ratings', 'seed', seed, integer := true)
+                            AND anon_at_most('synthetic_ratings', 'users', users, 'synthetic_users')
+                            AND anon_at_most('synthetic_ratings', 'ratings_per_user', ratings_per_user, 'synthetic_ratings_per_user')
+                            AND anon_check(try_cast(users AS DOUBLE) * try_cast(ratings_per_user AS DOUBLE) > anon_limit('synthetic_rows'),
+                                           'synthetic_ratings', 'users', 'times ratings_per_user (the expected rows) must be at most '
+                                           || anon_limit('synthetic_rows')::VARCHAR || ' (a bound on the work they size), got '
+                                           || anon_shown(users) || ' * ' || anon_shown(ratings_per_user)),
                             try_cast(users AS BIGINT)))),
 draws AS (
     SELECT record_id,
@@ -207,6 +213,8 @@ args AS (
                                   AND anon_number_ok('synthetic_aux', 'known_items', known_items, lo := 1, integer := true)
                                   AND anon_number_ok('synthetic_aux', 'value_noise', value_noise, lo := 0, integer := true)
                                   AND anon_number_ok('synthetic_aux', 'days_noise', days_noise, lo := 0, integer := true)
+                                  AND anon_at_most('synthetic_aux', 'value_noise', value_noise, 'noise')
+                                  AND anon_at_most('synthetic_aux', 'days_noise', days_noise, 'noise')
                                   AND anon_bool_ok('synthetic_aux', 'with_dates', with_dates)
                                   AND anon_number_ok('synthetic_aux', 'seed', seed, integer := true))),
 checks AS (

@@ -124,6 +124,7 @@ checks AS (
     SELECT k.ok
        AND anon_check(NOT anon_is_integer(segment_size) OR segment_size < 3, 'linkage_pattern', 'segment_size',
                       'must be an integer of at least 3, got ' || coalesce(segment_size::VARCHAR, 'NULL'))
+       AND anon_at_most('linkage_pattern', 'segment_size', segment_size, 'segment_size')
        AND anon_check(NOT coalesce(try_cast(tolerance AS DOUBLE) > 0 AND isfinite(try_cast(tolerance AS DOUBLE)), false),
                       'linkage_pattern', 'tolerance', 'must be a positive number (standard deviations), got '
                       || coalesce(tolerance::VARCHAR, 'NULL')) AS ok

@@ -50,7 +50,9 @@ rec AS MATERIALIZED (  -- the arguments are checked when the table name is bound
                                     AND anon_name_ok('km_check', 'person', person, 'a column name')
                                     AND anon_columns_ok('km_check', 'items', items)
                                     AND anon_number_ok('km_check', 'k', k, lo := 1, integer := true)
-                                    AND anon_number_ok('km_check', 'm', m, lo := 1, hi := 3, integer := true), release_table),
+                                    AND anon_at_most('km_check', 'k', k, 'k')
+                                    AND anon_number_ok('km_check', 'm', m, lo := 1, integer := true)
+                                    AND anon_at_most('km_check', 'm', m, 'km_check_m'), release_table),
                          person, items)),
 sets AS (
     SELECT count(*) AS n FROM rec GROUP BY gid

@@ -21,6 +21,7 @@ import duckdb
 
 from duckdb_anon import publishing
 from duckdb_anon.dp import lineage
+from duckdb_anon.errors import is_disk_full
 from duckdb_anon.relations import Catalog
 from duckdb_anon.roles import DeclarationError
 
@@ -134,7 +135,7 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
             time.sleep(0.01 * (attempt + 1))
         except Exception as error:
             con.execute("ROLLBACK")
-            if publishing.is_disk_full(error):
+            if is_disk_full(error):
                 raise publishing.PublishError(f"{fn}(): the disk is full while writing release {name!r}; nothing was "
                                               "published and nothing was spent") from error
             raise

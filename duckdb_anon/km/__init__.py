@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
+from duckdb_anon.errors import check_at_most
 from duckdb_anon.km.driver import run
 from duckdb_anon.km.output import check_person_output, person_output_sql
 
@@ -110,7 +111,9 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
     """Write the k^m-anonymous release of `table_name` to a new table `into`; returns `into`.
 
     Every combination of up to `m` items that a person's released record holds is held by the released
-    records of at least `k` people. An item is the tuple of the `items` columns' values; `hierarchies` maps
+    records of at least `k` people (k beyond the people holding items suppresses every row). `m` is at most 4,
+    since the work grows as (record size)^m, and m beyond the largest record is run as that size, which
+    asks the same (no record holds a larger itemset). An item is the tuple of the `items` columns' values; `hierarchies` maps
     an item column to a hierarchy table (leaf, path) as mondrian() takes them (hierarchy_from_text,
     hierarchy_intervals, hierarchy_dates, hierarchy_from_parents); a column without one has two levels,
     its value and the root '*'. The release holds the source's rows with the item columns as text labels (a value, or
@@ -133,6 +136,9 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
         raise ValueError(f"{fn}(): argument 'table_name' must be a table name, got {table_name!r}")
     items = _names_list(fn, "items", items)
     k, m, seed = _integer(fn, "k", k, 1), _integer(fn, "m", m, 1), _integer(fn, "seed", seed, 0)
+    # bounded before any work: the itemsets of m items grow as (record size)^m (docs/install.md, Bounds)
+    check_at_most(con, fn, "k", k, "k")
+    check_at_most(con, fn, "m", m, "km_m")
     keep = _names_list(fn, "keep", [] if keep is None else keep, allow_empty=True)
     if strategy not in ("generalize", "suppress"):
         raise ValueError(f"{fn}(): argument 'strategy' must be 'generalize' or 'suppress', got {strategy!r}")

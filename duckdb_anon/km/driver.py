@@ -76,6 +76,11 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
     engine.begin("records")
     create(leaves, direct.leaves(source, person, items))
     create(holders, direct.holders(source, person, items, leaves))
+    # m beyond the largest record is clamped to it, exactly: no record holds an itemset larger than itself,
+    # so k^m and k^(largest) ask the same of every release. (k beyond the people suppresses every row.)
+    people, largest = engine.rows(names.real(direct.sql(
+        "SELECT count(*), coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM holders GROUP BY p)", holders=holders)))[0]
+    m = max(1, min(m, largest))
     create(paths, plan.paths(leaves, hierarchy))
     found = engine.value(names.real(plan.missing(paths)))
     if found is not None:
@@ -94,8 +99,7 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
     if threshold is None and not generalize:
         threshold = k
     if threshold is None:  # see first_threshold
-        threshold = first_threshold(k, m, engine.value(names.real(direct.sql("SELECT count(DISTINCT p) FROM holders",
-                                                                              holders=holders))))
+        threshold = first_threshold(k, m, people)
     start, round_, clean = 0, 0, False
     while True:  # one round: the pending items climb the ladder, then the rare itemsets' weakest labels go back
         engine.begin(f"round {round_ + 1}")
@@ -141,7 +145,7 @@ def run(engine: Engine, fn: str, person: str, items: list[str], k: int, m: int, 
         if not changed_any:
             break
     if stats is not None:
-        stats.update(rungs=len(rungs), heights=list(heights), rounds=round_ + 1, passes=passes, suppressed_pairs=removed)
+        stats.update(m=m, rungs=len(rungs), heights=list(heights), rounds=round_ + 1, passes=passes, suppressed_pairs=removed)
     kept = names("kept")
     engine.begin("release")
     create(kept, plan.kept(holders, numbered, rec, leaves))

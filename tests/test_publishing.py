@@ -291,3 +291,31 @@ def test_the_catalog_key_lives_beside_the_file_and_an_older_catalog_is_digested(
     assert con.execute("SELECT person FROM anon_release_people WHERE release_name = 'old'").fetchall() == \
         [(catalog_digest(con, "P000123"),)]
     con.close()
+
+
+def test_a_publish_on_a_full_disk_names_the_publisher_and_leaves_nothing(tmp_path, installed_template):
+    """On a real tmpfs a little larger than the database: the release's write fills it; the error names the
+    publisher and the operation, and neither the table, nor its catalog row, nor a log row is left."""
+    import os
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    size = 2 * os.path.getsize(installed_template) // 1024 + 4096  # room to install, not for the release
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}k", "tmpfs", str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill (needs root): {mounted.stderr.strip()}")
+    try:
+        path = folder / "full.duckdb"
+        shutil.copy(installed_template, path)
+        con = duckdb_anon.connect(str(path))
+        con.execute("CREATE TEMP TABLE big AS SELECT i AS id, i % 50 AS age, md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s "
+                    "FROM range(100000) r(i)")
+        with pytest.raises(PublishError, match=r"publish_mondrian\(\): the disk is full while writing release 'big_r'"):
+            duckdb_anon.publish_mondrian(con, "big", "big_r", ["age"], 5, keep=["s"])
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'big_r'").fetchall() == [(0,)]
+        assert con.execute("SELECT (SELECT count(*) FROM anon_releases) + (SELECT count(*) FROM anon_publish_log)").fetchall() == [(0,)]
+        con.close()
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

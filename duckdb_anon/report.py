@@ -116,8 +116,14 @@ def gather_scoreboard(con: duckdb.DuckDBPyConnection, request: ReportRequest) ->
                     "FROM query_table(?) a LEFT JOIN (SELECT DISTINCT record_id FROM query_table(?)) r "
                     "ON r.record_id = a.target_id", [request.scoreboard_aux, request.release])
     try:
-        return _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
-                        [request.release, request.scoreboard_aux, truth or "temp.main.anon_report_truth"])
+        measured = _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
+                            [request.release, request.scoreboard_aux, truth or "temp.main.anon_report_truth"])
+        # the targets with a known item the release holds at all: with none, every target ranks at chance
+        # whatever the release, and the attack measured nothing (items pseudonymized on one side only)
+        measured["targets_reaching_release"] = con.execute(
+            "SELECT count(DISTINCT a.target_id) FROM query_table(?) a WHERE a.item::VARCHAR IN "
+            "(SELECT DISTINCT item::VARCHAR FROM query_table(?))", [request.scoreboard_aux, request.release]).fetchall()[0][0]
+        return measured
     finally:
         con.execute("DROP TABLE IF EXISTS temp.main.anon_report_truth")
 
@@ -162,9 +168,12 @@ def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
         lines.append(("NCP", f"{number(m.ncp['ncp_percent'])} % ({note})"))
     if m.linkage is not None:
         k = m.linkage
+        note = f"{number(k['people'])} people of {request.aux_label}"
+        if not k["own_class_found"]:  # 0, NULL: nobody matched, so reidentified 0 is no evidence
+            note += "; WARNING: nobody matched to their own row by id: not measured"
         lines.append(("linkage", f"reidentified {number(k['reidentified'])}, consistent with one class "
                                  f"{number(k['consistent_with_one_class'])}, own class found "
-                                 f"{number(k['own_class_found'])} ({number(k['people'])} people of {request.aux_label})"))
+                                 f"{number(k['own_class_found'])} ({note})"))
     if m.scoreboard is not None:
         lines += scoreboard_lines(m, request.scoreboard_label)
     lines.append(("non-QI columns", non_qi_text(m)))

@@ -116,14 +116,8 @@ def gather_scoreboard(con: duckdb.DuckDBPyConnection, request: ReportRequest) ->
                     "FROM query_table(?) a LEFT JOIN (SELECT DISTINCT record_id FROM query_table(?)) r "
                     "ON r.record_id = a.target_id", [request.scoreboard_aux, request.release])
     try:
-        measured = _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
-                            [request.release, request.scoreboard_aux, truth or "temp.main.anon_report_truth"])
-        # the targets with a known item the release holds at all: with none, every target ranks at chance
-        # whatever the release, and the attack measured nothing (items pseudonymized on one side only)
-        measured["targets_reaching_release"] = con.execute(
-            "SELECT count(DISTINCT a.target_id) FROM query_table(?) a WHERE a.item::VARCHAR IN "
-            "(SELECT DISTINCT item::VARCHAR FROM query_table(?))", [request.scoreboard_aux, request.release]).fetchall()[0][0]
-        return measured
+        return _one_row(con, "SELECT * FROM deanonymize_evaluate(?, ?, ?)",
+                        [request.release, request.scoreboard_aux, truth or "temp.main.anon_report_truth"])
     finally:
         con.execute("DROP TABLE IF EXISTS temp.main.anon_report_truth")
 

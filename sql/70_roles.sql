@@ -143,8 +143,11 @@ CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
                   FROM anon_column_roles WHERE table_name = tn), '')
         || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared)
                                 FROM anon_policies WHERE table_name = tn), '')
-        -- the person columns decide the 'by' of masks that name none
-        || chr(10) || coalesce((SELECT person_columns::VARCHAR FROM anon_person_columns WHERE table_name = tn), ''));
+        -- the person columns decide the 'by' of keyed masks that name none (where there is such a mask)
+        || chr(10) || coalesce((SELECT person_columns::VARCHAR FROM anon_person_columns WHERE table_name = tn
+                                AND EXISTS (SELECT 1 FROM anon_column_roles r JOIN anon_mask_specs s ON s.name = r.mask
+                                            WHERE r.table_name = tn AND r.role = 'masked' AND s.person_arg = 'optional'
+                                                  AND r.mask_args['by'] IS NULL)), ''));
 
 CREATE OR REPLACE MACRO anon_policy_is_current(tn, fingerprint) AS
     CASE WHEN anon_policy_fingerprint(tn) = fingerprint THEN true

@@ -162,9 +162,12 @@ def summary(request: ReportRequest, m: Measures) -> list[tuple[str, str]]:
         lines.append(("NCP", f"{number(m.ncp['ncp_percent'])} % ({note})"))
     if m.linkage is not None:
         k = m.linkage
+        note = f"{number(k['people'])} people of {request.aux_label}"
+        if not k["own_class_found"]:  # 0, NULL: nobody matched, so reidentified 0 is no evidence
+            note += "; WARNING: nobody matched to their own row by id: not measured"
         lines.append(("linkage", f"reidentified {number(k['reidentified'])}, consistent with one class "
                                  f"{number(k['consistent_with_one_class'])}, own class found "
-                                 f"{number(k['own_class_found'])} ({number(k['people'])} people of {request.aux_label})"))
+                                 f"{number(k['own_class_found'])} ({note})"))
     if m.scoreboard is not None:
         lines += scoreboard_lines(m, request.scoreboard_label)
     lines.append(("non-QI columns", non_qi_text(m)))

@@ -42,6 +42,15 @@ CREATE TABLE IF NOT EXISTS anon_policies (
     key_name   VARCHAR CHECK (regexp_full_match(key_name, '[A-Za-z0-9_]+')),  -- names the session variable holding the pseudonym key
     max_suppression DOUBLE NOT NULL DEFAULT 0 CHECK (max_suppression >= 0 AND max_suppression < 1),
     undeclared VARCHAR NOT NULL DEFAULT 'error' CHECK (undeclared IN ('error', 'drop')));  -- columns with no role
+-- Privacy units (sql/80_privacy_units.sql): which column of a table identifies the person. Created here
+-- because anon_roles reads it: a mask without mask_args['by'] keys on the person column.
+CREATE TABLE IF NOT EXISTS anon_privacy_units (
+    table_name  VARCHAR PRIMARY KEY,  -- as query_table() reads it: 'ratings', 'clinic.events'
+    unit_column VARCHAR NOT NULL,     -- the person's identifier, or the key reaching it
+    via_table   VARCHAR,              -- NULL: unit_column identifies the person
+    via_key     VARCHAR,              -- via_table's column that unit_column equals
+    CHECK ((via_table IS NULL) = (via_key IS NULL)));
+
 -- a catalog made by an earlier version gains the columns added since
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS max_suppression DOUBLE DEFAULT 0;
 ALTER TABLE anon_policies ADD COLUMN IF NOT EXISTS undeclared VARCHAR DEFAULT 'error';
@@ -69,7 +78,22 @@ CREATE OR REPLACE MACRO anon_accept_changed_table_hint(tn) AS
     'if the table is as intended, UPDATE anon_column_roles SET column_index = NULL, data_type = NULL WHERE table_name = '
     || anon_sql_literal(tn) || ', then apply the declarations again';
 
--- Every declaration, with its table's policy and what is wrong with it, if anything.
+-- A table's person columns: its declared identifiers and its privacy unit's column, each once (in the
+-- spelling first declared). A keyed mask without mask_args['by'] keys on the person when there is exactly
+-- one: keyed on the value instead, equal values get equal fakes, and matching the fakes' frequencies to
+-- the real values' recovers the real values (docs/masking.md measures it). With several, the declaration
+-- must name one; with none, the value keys the mask (the user's risk, documented).
+CREATE OR REPLACE VIEW anon_person_columns AS
+SELECT table_name, list(column_name ORDER BY lower(column_name)) AS person_columns
+FROM (SELECT table_name, min(column_name) AS column_name
+      FROM (SELECT table_name, column_name FROM anon_column_roles WHERE role = 'identifier'
+            UNION ALL SELECT table_name, unit_column FROM anon_privacy_units)
+      GROUP BY table_name, lower(column_name))
+GROUP BY table_name;
+
+-- Every declaration, with its table's policy and what is wrong with it, if anything. mask_args is the
+-- declared one with the 'by' a keyed mask uses when the declaration names none (the table's one person
+-- column: anon_person_columns).
 CREATE OR REPLACE VIEW anon_roles AS
 SELECT table_name, column_name, role, hierarchy, pseudonymize, mask, mask_args,
        k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared,
@@ -85,28 +109,45 @@ SELECT table_name, column_name, role, hierarchy, pseudonymize, mask, mask_args,
             WHEN pseudonymize AND role <> 'identifier' THEN 'pseudonymize is for identifier columns only'
             WHEN pseudonymize AND key_name IS NULL THEN 'pseudonymize needs the policy''s key_name'
             WHEN (mask IS NOT NULL OR mask_args IS NOT NULL) AND role <> 'masked' THEN 'mask and mask_args are for masked columns only'
+            WHEN person_ambiguous
+                 THEN 'column ''' || column_name || ''': mask ''' || mask || ''' keys its values on the person, and the table has '
+                      || len(person_columns) || ' person columns (' || array_to_string(person_columns, ', ')
+                      || '): name the one identifying the person in mask_args[''by'']'
             WHEN mask_problem IS NOT NULL THEN 'column ''' || column_name || ''': ' || mask_problem
             WHEN policy_table IS NULL THEN 'the table has no policy (anon_policies)'
             WHEN undeclared IS NULL OR undeclared NOT IN ('error', 'drop') THEN 'the policy''s undeclared must be ''error'' or ''drop'''
        END AS problem,
        mask_spec  -- the mask's row of anon_mask_specs, for anon_mask_sql()
-FROM (SELECT r.*, p.table_name AS policy_table, p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
-             now.column_name AS now_name, now.column_index AS now_index, now.data_type AS now_type,
-             CASE WHEN s.name IS NOT NULL THEN s END AS mask_spec,
-             CASE WHEN r.role = 'masked' THEN anon_mask_problem(r.mask, s, r.mask_args, p.key_name, now.data_type, person.column_name IS NOT NULL)
+FROM (SELECT d.*, now.column_name AS now_name, now.column_index AS now_index, now.data_type AS now_type,
+             CASE WHEN d.role = 'masked' THEN anon_mask_problem(d.mask, d.mask_spec, d.mask_args, d.key_name, now.data_type,
+                                                                person.column_name IS NOT NULL)
              END AS mask_problem
-      FROM anon_column_roles r LEFT JOIN anon_policies p ON p.table_name = r.table_name
-           LEFT JOIN anon_catalog_columns now ON now.table_key = lower(r.table_name) AND lower(now.column_name) = lower(r.column_name)
-           LEFT JOIN anon_mask_specs s ON s.name = r.mask
-           LEFT JOIN anon_catalog_columns person ON person.table_key = lower(r.table_name)
-                                                    AND lower(person.column_name) = lower(r.mask_args['by']));
+      FROM (SELECT r.* REPLACE (CASE WHEN r.role = 'masked' AND s.person_arg = 'optional' AND r.mask_args['by'] IS NULL
+                                          AND len(u.person_columns) = 1
+                                     THEN map_concat(coalesce(r.mask_args, MAP {}::MAP(VARCHAR, VARCHAR)), MAP {'by': u.person_columns[1]})
+                                     ELSE r.mask_args END AS mask_args),
+                   p.table_name AS policy_table, p.k, p.mode, p.l, p.l_kind, p.c, p.t, p.key_name, p.max_suppression, p.undeclared,
+                   CASE WHEN s.name IS NOT NULL THEN s END AS mask_spec, u.person_columns,
+                   coalesce(r.role = 'masked' AND s.person_arg = 'optional' AND r.mask_args['by'] IS NULL
+                            AND len(u.person_columns) > 1, false) AS person_ambiguous
+            FROM anon_column_roles r LEFT JOIN anon_policies p ON p.table_name = r.table_name
+                 LEFT JOIN anon_mask_specs s ON s.name = r.mask
+                 LEFT JOIN anon_person_columns u ON u.table_name = r.table_name) d
+           LEFT JOIN anon_catalog_columns now ON now.table_key = lower(d.table_name) AND lower(now.column_name) = lower(d.column_name)
+           LEFT JOIN anon_catalog_columns person ON person.table_key = lower(d.table_name)
+                                                    AND lower(person.column_name) = lower(d.mask_args['by']));
 
 -- What the declarations of one table amount to, as text: changes when any of them changes.
 CREATE OR REPLACE MACRO anon_policy_fingerprint(tn) AS
     md5(coalesce((SELECT string_agg(concat_ws('|', column_name, role, hierarchy, pseudonymize, mask, mask_args::VARCHAR), chr(10) ORDER BY column_name)
                   FROM anon_column_roles WHERE table_name = tn), '')
         || chr(10) || coalesce((SELECT concat_ws('|', k, mode, l, l_kind, c, t, key_name, max_suppression, undeclared)
-                                FROM anon_policies WHERE table_name = tn), ''));
+                                FROM anon_policies WHERE table_name = tn), '')
+        -- the person columns decide the 'by' of keyed masks that name none (where there is such a mask)
+        || chr(10) || coalesce((SELECT person_columns::VARCHAR FROM anon_person_columns WHERE table_name = tn
+                                AND EXISTS (SELECT 1 FROM anon_column_roles r JOIN anon_mask_specs s ON s.name = r.mask
+                                            WHERE r.table_name = tn AND r.role = 'masked' AND s.person_arg = 'optional'
+                                                  AND r.mask_args['by'] IS NULL)), ''));
 
 CREATE OR REPLACE MACRO anon_policy_is_current(tn, fingerprint) AS
     CASE WHEN anon_policy_fingerprint(tn) = fingerprint THEN true

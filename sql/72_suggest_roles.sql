@@ -2,7 +2,9 @@
 -- the spirit of PostgreSQL Anonymizer's detect() and ARX's attribute classification. Pure SQL.
 --
 -- It fails closed: a column with no evidence either way is suggested as a quasi-identifier (ARX's default),
--- never as insensitive; only a constant column is suggested insensitive. The suggestions are a starting
+-- never as insensitive; only a constant column with no name or value hint, over two rows or more, is
+-- suggested insensitive (an empty or one-row table shows nothing about its values, so its columns go by
+-- their names, or stay quasi-identifiers). The suggestions are a starting
 -- point to review, not a verdict: names and values can mislead in both directions.
 
 -- Which role a column's name suggests, and why ('identifier', 'quasi_identifier', 'sensitive' or NULL).
@@ -58,7 +60,7 @@ per_column AS (
            sum(n) FILTER (WHERE try_cast(v AS DATE) BETWEEN DATE '1900-01-01' AND current_date) / nullif(sum(n) FILTER (WHERE v IS NOT NULL), 0) AS date_share
     FROM frequencies GROUP BY column_name),
 evidence AS (
-    SELECT s.column_name, s.column_type, s.position, p.distinct_values,
+    SELECT s.column_name, s.column_type, s.position, p.rows, p.distinct_values,
            p.distinct_values / greatest(p.rows, 1) AS distinct_share, p.unique_rows / greatest(p.rows, 1) AS unique_share,
            anon_name_hint(s.column_name) AS name_hint,
            CASE WHEN s.column_type = 'VARCHAR' THEN anon_value_kind(p.email_share, p.phone_share, p.ssn_share) END AS value_kind,
@@ -66,13 +68,18 @@ evidence AS (
            (s.column_type = 'VARCHAR' AND p.money_share >= 0.8) AS money
     FROM shape s LEFT JOIN per_column p USING (column_name)),
 suggested AS (
+    -- Name and value hints come first: a table too small to judge by its values (empty, one row) or a column
+    -- holding one value never turns an identifier-like name, an e-mail or a date into "insensitive". Only a
+    -- column with no hint at all, holding one value over at least two rows, is suggested insensitive.
     SELECT *,
-        CASE WHEN coalesce(distinct_values, 0) <= 1 THEN {'role': 'insensitive', 'why': 'a single value: it carries no information'}
-             WHEN name_hint.role = 'identifier' THEN name_hint
+        CASE WHEN name_hint.role = 'identifier' THEN name_hint
              WHEN value_kind IS NOT NULL THEN {'role': 'identifier', 'why': 'values look like ' || value_kind || ' addresses'}
              WHEN name_hint IS NOT NULL THEN name_hint  -- a unique zip or income is still generalized, not dropped
              WHEN money THEN {'role': 'sensitive', 'why': 'values look like amounts of money or income brackets'}
              WHEN dates THEN {'role': 'quasi_identifier', 'why': 'dates, such as dates of birth'}
+             WHEN coalesce(rows, 0) = 0 THEN {'role': 'quasi_identifier', 'why': 'an empty table: no values to judge by, a quasi-identifier until reviewed'}
+             WHEN rows = 1 THEN {'role': 'quasi_identifier', 'why': 'one row: too few values to judge by, a quasi-identifier until reviewed'}
+             WHEN distinct_values <= 1 THEN {'role': 'insensitive', 'why': 'a single value in ' || rows || ' rows: it carries no information'}
              WHEN unique_share >= 0.9 THEN {'role': 'identifier', 'why': 'singles out most rows alone'}
              ELSE {'role': 'quasi_identifier', 'why': 'no evidence either way: a quasi-identifier until reviewed'} END AS pick
     FROM evidence),

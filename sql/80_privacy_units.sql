@@ -12,12 +12,8 @@
 -- one branch per table, inside the macro privacy_unit_rows(); each branch carries a fingerprint of the
 -- declarations and refuses to run once they have changed.
 
-CREATE TABLE IF NOT EXISTS anon_privacy_units (
-    table_name  VARCHAR PRIMARY KEY,  -- as query_table() reads it: 'ratings', 'clinic.events'
-    unit_column VARCHAR NOT NULL,     -- the person's identifier, or the key reaching it
-    via_table   VARCHAR,              -- NULL: unit_column identifies the person
-    via_key     VARCHAR,              -- via_table's column that unit_column equals
-    CHECK ((via_table IS NULL) = (via_key IS NULL)));
+-- The table anon_privacy_units itself is created in sql/70_roles.sql: the declared roles read it too (a
+-- masked column keys its fake values on the table's person column).
 
 -- Every declaration, the table whose people it counts (`unit_table`: the table itself, or via_table), and
 -- what is wrong with it, if anything.

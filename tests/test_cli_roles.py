@@ -176,3 +176,16 @@ def test_new_key_prints_a_256_bit_key_that_the_key_rule_accepts():
     con = duckdb_anon.connect()
     assert con.execute("SELECT anon_key_problem(?)", [keys[0]]).fetchall() == [(None,)]
     con.close()
+
+
+def test_suggest_roles_on_a_one_row_file_keeps_identifiers(tmp_path, capsys):
+    """Before: every column of a one-row (or empty) file was suggested insensitive ('a single value'), and
+    the declarations written by --sql published the ids and names raw."""
+    path = tmp_path / "few.parquet"
+    duckdb.connect().execute(f"COPY (SELECT range AS patient_id, 'Ann' AS name, '123-45-6789' AS ssn, 'a@b.co' AS email, "
+                             f"DATE '1970-01-01' AS birth_date, 3 AS visits FROM range(1)) TO '{path}'")
+    assert main(["suggest-roles", str(path), "--quiet", "--sql", str(tmp_path / "few.sql")]) == 0
+    printed = roles_printed(capsys.readouterr().out)
+    assert printed == {"patient_id": "identifier", "name": "identifier", "ssn": "identifier", "email": "identifier",
+                       "birth_date": "quasi_identifier", "visits": "quasi_identifier"}
+    assert "'insensitive'" not in (tmp_path / "few.sql").read_text()

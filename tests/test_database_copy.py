@@ -46,7 +46,8 @@ def make_clinic(path, undeclared: str = "error"):
         "visits": [("visit_id", "identifier", dict(pseudonymize=True)), ("patient_id", "identifier", dict(pseudonymize=True)),
                    ("admitted", "masked", dict(mask="date_shift", mask_args={**by_patient, "days": 60})),
                    ("discharged", "masked", dict(mask="date_shift", mask_args={**by_patient, "days": 60})),
-                   ("cost", "masked", dict(mask="noise", mask_args={"ratio": 0.1}))],
+                   # two identifiers: a keyed mask must name its person (value-keyed masking is refused)
+                   ("cost", "masked", dict(mask="noise", mask_args={**by_patient, "ratio": 0.1}))],
         RX: [("rx_id", "identifier", {}), ("visit_id", "identifier", dict(pseudonymize=True)),
              (DRUG, "masked", dict(mask="shuffle")),
              ("patient_name", "masked", dict(mask="name", mask_args={**by_patient, "locale": "xx_TEST"})),

@@ -197,3 +197,46 @@ def test_a_catalog_made_before_the_masked_role_is_upgraded_with_its_rows(tmp_pat
             ("a", "quasi_identifier"), ("b", "masked")]
     finally:
         con.close()
+
+
+def test_a_mask_without_by_keys_on_the_tables_one_person_column(con):
+    """Before: without mask_args['by'] a fake name was keyed on the real name, a fixed substitution that
+    frequency-rank matching reads back without the key (docs/masking.md). Now the table's one person column
+    keys it."""
+    con.executemany("INSERT INTO anon_fake_values (pool_locale, pool_kind, pool) VALUES ('xx_TEST', ?, ?)",
+                    [("first_name", FIRST), ("last_name", LAST)])
+    duckdb_anon.load_patients(con, "p", rows=1000)
+    roles.declare_role(con, "p", "patient_id", "identifier")
+    roles.declare_role(con, "p", "age", "quasi_identifier")
+    roles.declare_role(con, "p", "name", "masked", mask="name", mask_args={"locale": "xx_TEST"})
+    roles.set_policy(con, "p", 2, key_name="k", undeclared="drop")
+    assert roles.apply_policies(con) == {}
+    roles.set_pseudonym_key(con, "k", KEY)
+    people = con.execute("SELECT patient_id, name FROM p ORDER BY patient_id").fetchall()
+    release = sorted(r[0] for r in con.execute("SELECT name FROM anonymized('p')").fetchall())
+    by_person = [f"{FIRST[slot(KEY, pid, 0) % len(FIRST)]} {LAST[slot(KEY, pid, 1) % len(LAST)]}" for pid, _ in people]
+    assert release == sorted(by_person)  # keyed on patient_id, recomputed from the key
+    by_value = [r[0] for r in con.execute("SELECT anon_fake_name(name, 'k', locale := 'xx_TEST') FROM p ORDER BY patient_id").fetchall()]
+    real = [name for _, name in people]
+    fakes_of = lambda fakes: {r: {f for r2, f in zip(real, fakes) if r2 == r} for r in set(real)}  # noqa: E731
+    assert all(len(f) == 1 for f in fakes_of(by_value).values())  # by value: one fake per real name, a substitution
+    assert min(len(f) for f in fakes_of(by_person).values()) > 1  # by person: no real name keeps one fake
+    # two person columns: which one is the person is for the declaration to say
+    roles.declare_role(con, "p", "zip", "identifier")
+    problem = roles.apply_policies(con)["p"]
+    assert "mask_args['by']" in problem and "patient_id, zip" in problem
+    with pytest.raises(duckdb.Error, match=r"mask_args\['by'\]"):
+        con.execute("SELECT * FROM anonymized('p')").fetchall()
+
+
+def test_a_privacy_unit_keys_masks_and_a_table_with_no_person_column_keys_on_the_value(con):
+    con.execute("CREATE TABLE ev AS SELECT range % 7 AS pid, 'Real ' || (range % 7) AS name, range % 3 AS day FROM range(30)")
+    con.execute("CREATE TABLE other AS SELECT 'Real ' || range AS name, range AS day FROM range(5)")
+    for table in ("ev", "other"):
+        roles.declare_role(con, table, "name", "masked", mask="name")
+        roles.declare_role(con, table, "day", "quasi_identifier")
+        roles.set_policy(con, table, 1, key_name="k", undeclared="drop")
+    duckdb_anon.declare_privacy_unit(con, "ev", "pid")
+    roles.apply_policies(con)
+    args = dict(con.execute("SELECT table_name, mask_args FROM anon_roles WHERE role = 'masked'").fetchall())
+    assert args == {"ev": {"by": "pid"}, "other": None}  # no person column: the user's documented risk

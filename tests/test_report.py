@@ -275,8 +275,42 @@ def test_a_gate_that_cannot_be_measured_fails(files, tmp_path):
     out = run("report", files["release"], "--qi", "age,sex", "--aux", aux, "--id", "rid", "--max-linkage", "1",
               "-o", tmp_path / "r.html", "--quiet")
     assert out.returncode == 3, out.stderr
-    assert gate_lines(out.stdout) == {"--max-linkage 1": "FAILED: not measurable"}
+    assert gate_lines(out.stdout) == {"--max-linkage 1": "FAILED: not measurable: the --aux table holds no person"}
     assert (tmp_path / "r.html").is_file()
+
+
+def test_linkage_gate_fails_when_the_release_ids_are_pseudonyms_and_the_aux_ids_raw(files, tmp_path, capsys):
+    """Before: nobody of the aux table could be matched to their own row (own class found 0), so the
+    reidentified share was 0 and `--max-linkage 0.1` passed, with a green PASS on the page."""
+    release, aux = tmp_path / "pseudonymized.parquet", tmp_path / "raw ids.parquet"
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT * REPLACE ('p' || md5(rid::VARCHAR) AS rid) FROM read_parquet(?) WHERE rid < 3000) "
+                f"TO '{release}'", [str(files["release"])])  # a slice of the release keeps the run short
+    con.execute(f"COPY (SELECT * REPLACE (rid::VARCHAR AS rid) FROM read_parquet(?) WHERE rid < 3000 AND rid % 20 = 0) "
+                f"TO '{aux}'", [str(files["original"])])
+    raw = set(con.execute("SELECT rid::VARCHAR FROM read_parquet(?)", [str(aux)]).fetchall())
+    assert not raw & set(con.execute("SELECT rid FROM read_parquet(?)", [str(release)]).fetchall())  # no id in common
+    target = tmp_path / "r.html"
+    from duckdb_anon.cli import main  # in this process: a subprocess costs seconds of start-up
+    code = main(["report", str(release), "--qi", "age,sex", "--aux", str(aux), "--id", "rid", "--require-k", "1",
+                 "--max-linkage", "0.1", "-o", str(target), "--quiet"])
+    out = capsys.readouterr()
+    assert code == 3, out.err
+    gates = gate_lines(out.out)
+    assert gates["--require-k 1"].startswith("passed: ")
+    assert gates["--max-linkage 0.1"].startswith(f"FAILED: not measurable: no person of --aux ({len(raw):,}) was matched")
+    assert "WARNING: nobody matched" in summary_values(out.out)["linkage"]
+    banner = re.search(r'<div class="verdict (\w+)" id="verdict">(.*?)</div>', target.read_text(encoding="utf-8"))
+    assert banner.group(1) == "fail" and "FAIL" in banner.group(2) and "PASS" not in banner.group(2)
+    assert "not measurable" in banner.group(2)
+
+
+@pytest.mark.parametrize("measured", [None, float("nan")])
+def test_a_gate_on_a_missing_or_nan_number_fails(measured):
+    from duckdb_anon.commands.gates import Gate
+    for at_least in (True, False):  # NaN compares false both ways; neither direction may let it through
+        gate = Gate("--require-k", 1, "achieved k", measured, at_least)
+        assert not gate.passed and gate.row()[1].startswith("not measurable") and gate.row()[2] == "FAILED"
 
 
 def test_the_page_fits_a_laptop_screen_and_explains_its_measures(full_report):

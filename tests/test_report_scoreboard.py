@@ -73,7 +73,8 @@ def test_without_a_truth_table_targets_are_the_records_with_their_id(ratings_db,
     assert summary_values(default.stdout) == summary_values(given.stdout)
     absent = report(db, "--scoreboard-aux", "known", "--scoreboard-truth", "nobody", "--max-top1", "1",
                     "-o", tmp_path / "c.html")
-    assert absent.returncode == 3 and gate_lines(absent.stdout) == {"--max-top1 1": "FAILED: not measurable"}
+    assert absent.returncode == 3 and gate_lines(absent.stdout) == {
+        "--max-top1 1": "FAILED: not measurable: no target of --scoreboard-aux is in RELEASE"}
 
 
 def test_the_non_qi_columns_of_a_release_are_named(ratings_db, tmp_path):

@@ -102,7 +102,8 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(module_con, rows
             counts = as_text(frame[column]).value_counts()
             assert got.loc[column, "distinct_share"] == pytest.approx(len(counts) / len(frame))
             assert got.loc[column, "unique_share"] == pytest.approx(counts[counts == 1].sum() / len(frame))
-            assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1)
+            # one value says nothing until two rows show it
+            assert (got.loc[column, "suggested_role"] == "insensitive") == (len(counts) == 1 and len(frame) >= 2)
     finally:
         con.execute("DROP TABLE IF EXISTS t")
 
@@ -116,3 +117,43 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(module_con, rows
 def test_bad_input(module_con, sql, words):
     from conftest import assert_error_names
     assert_error_names(module_con, sql, words)
+
+
+# Names whose role the name alone says (an independent list, not anon_name_hint's regex).
+NAMED = {"patient_id": "identifier", "name": "identifier", "ssn": "identifier", "email": "identifier",
+         "phone": "identifier", "user_id": "identifier", "birth_date": "quasi_identifier", "zip": "quasi_identifier",
+         "diagnosis": "sensitive"}
+
+
+@st.composite
+def tiny_tables(draw):
+    """0, 1 or 2 rows (sometimes more), identifier-like columns plus `x` (no hint); values constant, NULL or few."""
+    rows = draw(st.sampled_from([0, 1, 1, 2, 2, 3]))
+    names = draw(st.lists(st.sampled_from(sorted(NAMED)), min_size=1, max_size=4, unique=True)) + ["x"]
+    value = st.one_of(st.none(), st.sampled_from(["a", "b", "1", "123-45-6789", "a@b.co"]))
+    columns = {}
+    for column in names:
+        constant = draw(st.booleans())
+        first = draw(value)
+        columns[column] = [first if constant else draw(value) for _ in range(rows)]
+    return pd.DataFrame(columns, dtype=object)
+
+
+@settings(max_examples=20, deadline=None)
+@given(frame=tiny_tables())
+def test_small_tables_never_make_a_named_column_insensitive(module_con, frame):
+    """An empty or one-row table, or a constant column, says nothing against a column's name: before, every
+    column of such a table was suggested insensitive ('a single value'), identifiers included."""
+    module_con.register("tiny_frame", frame)
+    module_con.execute("CREATE OR REPLACE TABLE tiny AS SELECT * FROM tiny_frame")
+    got = dict(module_con.execute("SELECT column_name, suggested_role FROM suggest_roles('tiny')").fetchall())
+    for column, role in NAMED.items():
+        if column in got:  # the name's role, or identifier when the values look like e-mails or SSNs
+            assert got[column] in (role, "identifier"), (column, frame)
+    # x has no name hint: insensitive exactly when two rows or more hold one value (NULL a value of its own),
+    # unless its values themselves look like e-mails or SSNs
+    distinct = as_text(frame["x"]).nunique()
+    patterned = len(frame) > 0 and frame["x"].dropna().isin(["123-45-6789", "a@b.co"]).all() and frame["x"].notna().any()
+    if not patterned:
+        assert (got["x"] == "insensitive") == (len(frame) >= 2 and distinct == 1), frame
+    assert "insensitive" not in {got[c] for c in NAMED if c in got}

@@ -1,11 +1,14 @@
 """Release gates: thresholds a release must meet, checked by `duckdb-anon report` (exit code 3 when one fails).
 
-Each gate reads one number the report already measured. A gate whose number could not be measured (no
-rows, no people in the aux table) fails: a build that cannot show a release is safe does not publish it.
+Each gate reads one number the report already measured. A gate whose number could not be measured fails,
+naming why: NULL or NaN, no people in the aux table, nobody of the aux table matched to their own released
+row (the ids pseudonymized in the release but raw in the aux table give a linkage share of 0, which is no
+evidence of safety), no target of the Scoreboard aux table in the release. A build that cannot show a release is safe does not publish it.
 """
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 
 from duckdb_anon.commands.errors import BadArgument
@@ -24,16 +27,47 @@ class Gate:
     measure: str  # what is compared, as the summary names it
     measured: float | None
     at_least: bool  # True: the measure must reach the limit; False: it must not exceed it
+    unmeasured: str | None = None  # why the number, though present, measures nothing (then the gate fails)
+
+    @property
+    def why_not_measured(self) -> str | None:
+        if self.unmeasured is not None:
+            return self.unmeasured
+        if self.measured is None or (isinstance(self.measured, float) and math.isnan(self.measured)):
+            return f"no {self.measure} could be computed"
+        return None
 
     @property
     def passed(self) -> bool:
-        if self.measured is None:
+        if self.why_not_measured is not None:
             return False
         return self.measured >= self.limit if self.at_least else self.measured <= self.limit
 
     def row(self) -> tuple[str, str, str]:
-        measured = "not measurable" if self.measured is None else f"{self.measure} = {self.measured:g}"
+        why = self.why_not_measured
+        measured = f"not measurable: {why}" if why is not None else f"{self.measure} = {self.measured:g}"
         return f"{self.option} {self.limit:g}", measured, "passed" if self.passed else "FAILED"
+
+
+def linkage_unmeasured(linkage: dict) -> str | None:
+    """Why the linkage audit measured nothing, or None. Its reidentified share averages over the people of
+    the aux table, counting 0 for a person not matched to their own row: when nobody is, the share is 0
+    whatever the release, as when the release's ids are pseudonyms and the aux table's are raw."""
+    people, found = linkage["people"], linkage["own_class_found"]
+    if not people:
+        return "the --aux table holds no person"
+    if found is None or math.isnan(found) or found == 0:
+        return (f"no person of --aux ({people:,}) was matched to their own row of RELEASE by --id (own class found 0): "
+                "the ids differ between the tables (pseudonymized in the release, raw in --aux?) or no label covers "
+                "their values, so linkage was not measured")
+    return None
+
+
+def scoreboard_unmeasured(scoreboard: dict) -> str | None:
+    """Why Scoreboard-RH measured nothing about its targets, or None: no target present in the release."""
+    if not scoreboard["present_targets"]:
+        return "no target of --scoreboard-aux is in RELEASE"
+    return None
 
 
 def check_gate_arguments(args: argparse.Namespace) -> None:
@@ -69,10 +103,12 @@ def evaluate(args: argparse.Namespace, m: Measures) -> list[Gate]:
         gates.append(Gate("--max-prosecutor-risk", args.max_prosecutor_risk, "max prosecutor risk",
                           m.risk["prosecutor_max"], False))
     if args.max_linkage is not None:
-        gates.append(Gate("--max-linkage", args.max_linkage, "linkage reidentified", m.linkage["reidentified"], False))
+        gates.append(Gate("--max-linkage", args.max_linkage, "linkage reidentified", m.linkage["reidentified"], False,
+                          linkage_unmeasured(m.linkage)))
     for option, name, measure, column in SCOREBOARD_GATES:
-        if getattr(args, name) is not None:
-            gates.append(Gate(option, getattr(args, name), measure, m.scoreboard[column], False))
+        if getattr(args, name) is not None:  # unique records are the release's own: they need no target
+            why = None if column == "unique_record_share" else scoreboard_unmeasured(m.scoreboard)
+            gates.append(Gate(option, getattr(args, name), measure, m.scoreboard[column], False, why))
     return gates
 
 

@@ -138,7 +138,11 @@ CREATE OR REPLACE MACRO anon_range(value, width) AS
 CREATE OR REPLACE MACRO anon_date_trunc(value, unit) AS
     CASE WHEN unit IS NULL OR unit NOT IN ('year', 'quarter', 'month', 'week', 'day')
          THEN error('anon_date_trunc(): argument ''unit'' must be one of year, quarter, month, week, day')
-         ELSE date_trunc(unit, value) END;
+         -- a branch per unit: DuckDB binds date_trunc's unit before the CASE runs (an unknown one would fail
+         -- there, unnamed), and a constant unit keeps a DATE a DATE
+         WHEN unit = 'year' THEN date_trunc('year', value) WHEN unit = 'quarter' THEN date_trunc('quarter', value)
+         WHEN unit = 'month' THEN date_trunc('month', value) WHEN unit = 'week' THEN date_trunc('week', value)
+         ELSE date_trunc('day', value) END;
 
 -- The `masked` role (sql/70_roles.sql): a declaration names a mask and its arguments (mask_args, a
 -- MAP(VARCHAR, VARCHAR)); anon_mask_sql() turns them into a call of the macro above. Per mask: the macro,

@@ -240,3 +240,9 @@ def test_a_privacy_unit_keys_masks_and_a_table_with_no_person_column_keys_on_the
     roles.apply_policies(con)
     args = dict(con.execute("SELECT table_name, mask_args FROM anon_roles WHERE role = 'masked'").fetchall())
     assert args == {"ev": {"by": "pid"}, "other": None}  # no person column: the user's documented risk
+
+
+def test_date_trunc_with_an_unknown_unit_names_the_function_and_the_argument(module_con):
+    with pytest.raises(duckdb.Error, match=r"anon_date_trunc\(\): argument 'unit' must be one of"):
+        module_con.execute("SELECT anon_date_trunc(DATE '2024-05-17', 'fortnight')").fetchall()
+    assert module_con.execute("SELECT anon_date_trunc(DATE '2024-05-17', 'quarter')::DATE").fetchall()[0][0].isoformat() == "2024-04-01"

@@ -106,12 +106,24 @@ def recorded(con: duckdb.DuckDBPyConnection, leaf: relations.Key) -> bool:
         {"n": leaf[2]}).fetchall()[0][0])
 
 
+def _plain_table(con: duckdb.DuckDBPyConnection, name: str) -> relations.Key | None:
+    """The base table that `name`, taken whole as one name, is (temp first, then the current schema), or None."""
+    found = con.execute("SELECT lower(database_name), lower(schema_name), lower(table_name) FROM duckdb_tables() "
+                        "WHERE lower(table_name) = lower(?) AND ((database_name = 'temp') OR (database_name = current_database() "
+                        "AND schema_name = current_schema())) ORDER BY database_name = 'temp' DESC LIMIT 1", [name]).fetchall()
+    return tuple(found[0]) if found else None
+
+
 def source_tables(con: duckdb.DuckDBPyConnection, reads: list[str | None]) -> tuple[set[relations.Key], str | None]:
     """The base tables the relations in `reads` read, and why some could not be told (or None)."""
     leaves: set[relations.Key] = set()
     unresolved = None
     for relation in reads:
         if relation is None:
+            continue
+        plain = _plain_table(con, relation)
+        if plain is not None:  # a table's own name, as query_table() reads it: whatever characters it holds
+            leaves.add(plain)
             continue
         try:
             leaves |= set(relations.base_tables(con, relation))

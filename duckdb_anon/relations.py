@@ -103,7 +103,7 @@ def parse_relation(relation: str) -> exp.Expression:
         raise RelationError(f"a relation is a table name or a query, got {relation!r}")
     try:
         tree = sqlglot.parse_one(relation, read="duckdb")
-    except sqlglot.errors.ParseError as err:
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as err:
         raise RelationError(f"cannot read {relation!r}: {err}") from None
     while isinstance(tree, exp.Subquery) and not tree.alias:
         tree = tree.this

@@ -141,7 +141,7 @@ def test_publish_freezes_the_release_and_prints_its_record(clinic):
     (["{db}", "patients", "r1"], ["TABLE", "DUCKDB_ANON_KEY_CLINIC"], None),
     (["{db}", "patients", "r1"], ["DUCKDB_ANON_KEY_CLINIC", "key"], "short"),
     (["{db}", "undeclared", "r1"], ["TABLE", "no policy"], None),
-    (["{db}", "patients", "patients"], ["NAME", "exists"], "a new key"),
+    (["{db}", "patients", "patients"], ["NAME", "the release reads"], "a new key"),
     (["{folder}/missing.duckdb", "patients", "r1"], ["DATABASE", "does not exist"], None),
 ])
 def test_publish_bad_input_exits_2_and_leaves_nothing(clinic, args, names, key):

@@ -319,3 +319,22 @@ def test_a_publish_on_a_full_disk_names_the_publisher_and_leaves_nothing(tmp_pat
         con.close()
     finally:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_masked_copy_stores_no_table_in_its_source_order(tmp_path, installed_template):
+    """The masked copy (another file) keeps the storage-order promise: a table stored in raw-id order is
+    copied in an order unrelated to the ids its pseudonyms stand for."""
+    import shutil
+
+    source = tmp_path / "source.duckdb"
+    shutil.copy(installed_template, source)
+    con = duckdb_anon.connect(str(source))
+    make_sources(con)
+    con.close()
+    duckdb_anon.masked_copy(source, tmp_path / "copy.duckdb", keys={"clinic": KEY}, tables=["patients"])
+    copy = duckdb_anon.connect(str(tmp_path / "copy.duckdb"))
+    back = {pseudonym("P" + str(i).zfill(6)): i for i in range(PEOPLE)}
+    ids = [back[r[0]] for r in copy.execute("SELECT patient_id FROM patients").fetchall()]
+    copy.close()
+    assert sorted(ids) == list(range(PEOPLE))
+    assert abs(spearman(np.arange(len(ids)), np.array(ids))) < 0.05

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 
+import threading
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -43,15 +45,23 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=None, **arguments) -> None:
-    """The DuckDB checks of the arguments (sql/81_dp_arguments.sql, on an in-memory database with the
-    helpers they call), then the columns the DataFrames must have."""
-    from duckdb_anon._install import sql_files
+_checker_lock = threading.Lock()
+_checker_con: list = []
 
-    con = duckdb.connect()
-    for path in sql_files():
-        if path.name.startswith(("00_", "03_", "81_")):
-            con.execute(path.read_text(encoding="utf-8"))
+
+def _checker() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with duckdb-anon installed, made once per process (an install costs about a second)."""
+    with _checker_lock:
+        if not _checker_con:
+            from duckdb_anon._install import connect
+            _checker_con.append(connect())
+        return _checker_con[0]
+
+
+def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=None, **arguments) -> None:
+    """The DuckDB checks of the arguments (sql/81_dp_arguments.sql, on an in-memory database holding every
+    macro: installed whole, so no file is picked by name), then the columns the DataFrames must have."""
+    con = _checker().cursor()
     positional = ("max_groups_contributed", "max_rows_per_group", "min_value", "max_value")
     named = "".join(f", {k} := ${k}" for k in arguments if k not in positional)
     con.execute(f"SELECT anon_dp_arguments_ok($fn, 'dataframe', $group_by, $value, {', '.join('$' + k for k in positional)}, "

@@ -85,7 +85,7 @@ def publish_tables(con: duckdb.DuckDBPyConnection, name: str, *, persons: str, e
         raise DeclarationError(f"{fn}(): argument 'name': release {name!r} exists (pass replace=True to replace it)")
     persons_into = f"{name}_persons" if persons_into is None else persons_into
     events_into = f"{name}_events" if events_into is None else events_into
-    reads = [persons, events, *(item_hierarchies or {}).values()] if isinstance(item_hierarchies, dict) else [persons, events]
+    reads = [persons, *publishing.reads_of(events, item_hierarchies)]
     publishing.check_target(con, fn, persons_into, reads=reads, replace=replace, argument="persons_into")
     events_leaf = publishing.check_target(con, fn, events_into, reads=reads, replace=replace, argument="events_into")
     if persons_into.lower() == events_into.lower():

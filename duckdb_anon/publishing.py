@@ -97,8 +97,7 @@ def recorded(con: duckdb.DuckDBPyConnection, leaf: relations.Key) -> bool:
     """Is the table a release the package wrote (in the publish log, or in a catalog of an older version)?"""
     if con.execute("SELECT count(*) FROM anon_publish_log WHERE list_contains(tables, ?)", [leaf_text(leaf)]).fetchall()[0][0]:
         return True
-    current = con.execute("SELECT lower(current_database()), lower(current_schema())").fetchall()[0]
-    if tuple(leaf[:2]) != tuple(current):  # the older catalogs name tables in the current schema only
+    if tuple(leaf) != table_leaf(con, leaf[2]):  # the older catalogs name tables in the current schema only
         return False
     return bool(con.execute(
         "SELECT (SELECT count(*) FROM anon_releases WHERE lower(name) = $n) + (SELECT count(*) FROM anon_dp_releases WHERE "
@@ -112,6 +111,11 @@ def _plain_table(con: duckdb.DuckDBPyConnection, name: str) -> relations.Key | N
                         "WHERE lower(table_name) = lower(?) AND ((database_name = 'temp') OR (database_name = current_database() "
                         "AND schema_name = current_schema())) ORDER BY database_name = 'temp' DESC LIMIT 1", [name]).fetchall()
     return tuple(found[0]) if found else None
+
+
+def reads_of(table: str | None, hierarchies: object = None) -> list[str | None]:
+    """What a release of `table` generalized by `hierarchies` ({column: hierarchy table}) reads."""
+    return [table, *(hierarchies.values() if isinstance(hierarchies, dict) else [])]
 
 
 def source_tables(con: duckdb.DuckDBPyConnection, reads: list[str | None]) -> tuple[set[relations.Key], str | None]:
@@ -142,8 +146,7 @@ def check_target(con: duckdb.DuckDBPyConnection, fn: str, name: object, *, reads
     if '"' in name or any(ord(c) < 32 for c in name):
         raise PublishError(f"{fn}(): argument {argument!r} must be a table name without double quotes or control "
                            f"characters, got {name!r}")
-    current = con.execute("SELECT lower(current_database()), lower(current_schema())").fetchall()[0]
-    leaf = (current[0], current[1], name.lower())
+    leaf = table_leaf(con, name)
     kind = con.execute("SELECT 'table' FROM duckdb_tables() WHERE lower(database_name) = ? AND lower(schema_name) = ? "
                        "AND lower(table_name) = ? UNION ALL SELECT 'view' FROM duckdb_views() WHERE lower(database_name) = ? "
                        "AND lower(schema_name) = ? AND lower(view_name) = ?", [*leaf, *leaf]).fetchall()

@@ -199,8 +199,7 @@ def publish_mondrian(con: duckdb.DuckDBPyConnection, table: str, name: str, qis:
     if not isinstance(qis, (list, tuple)) or not qis or not all(isinstance(q, str) for q in qis):
         raise DeclarationError(f"{fn}(): argument 'qis' must be a non-empty list of column names, got {qis!r}")
     check_not_a_release_view(con, fn, "table", table)
-    publishing.check_target(con, fn, name, reads=[table, *(options.get("hierarchies") or {}).values()] if isinstance(
-        options.get("hierarchies"), dict) else [table], replace=replace)
+    publishing.check_target(con, fn, name, reads=publishing.reads_of(table, options.get("hierarchies")), replace=replace)
     names = sorted(options)
     named = "".join(f", {option} := ?" for option in names)  # option names are checked by mondrian() itself
     for option in names:
@@ -244,8 +243,7 @@ def publish_km(con: duckdb.DuckDBPyConnection, table: str, name: str, *, items: 
     from duckdb_anon.km.output import check_person_output, person_output_sql
 
     fn = "publish_km"
-    publishing.check_target(con, fn, name, reads=[table, *(hierarchies or {}).values()] if isinstance(hierarchies, dict)
-                            else [table], replace=replace)
+    publishing.check_target(con, fn, name, reads=publishing.reads_of(table, hierarchies), replace=replace)
     output = check_person_output(con, fn, person_output, key_name, name)
     staged = "__anon_km_publish"
     con.execute(f"DROP TABLE IF EXISTS temp.main.{staged}")

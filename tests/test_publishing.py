@@ -338,3 +338,15 @@ def test_a_masked_copy_stores_no_table_in_its_source_order(tmp_path, installed_t
     copy.close()
     assert sorted(ids) == list(range(PEOPLE))
     assert abs(spearman(np.arange(len(ids)), np.array(ids))) < 0.05
+
+
+def test_the_dbt_package_orders_releases_by_the_cores_key():
+    """The dbt materializations are Jinja and cannot call Python: their release_order() macro must render the
+    core's own key."""
+    import re
+    from pathlib import Path
+
+    from duckdb_anon import publishing
+    text = (Path(duckdb_anon.__file__).parent / "dbt_package" / "macros" / "sql_text.sql").read_text()
+    body = re.search(r"{% macro release_order\(\) -%}\n(.*?)\n{%- endmacro %}", text, re.S).group(1)
+    assert body == f"ORDER BY {publishing.order_key()}"

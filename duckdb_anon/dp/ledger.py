@@ -21,7 +21,6 @@ import duckdb
 
 from duckdb_anon import publishing
 from duckdb_anon.dp import lineage
-from duckdb_anon.errors import is_disk_full
 from duckdb_anon.relations import Catalog
 from duckdb_anon.roles import DeclarationError
 
@@ -106,37 +105,30 @@ def publish_dp(con: duckdb.DuckDBPyConnection, table: str, name: str, *, group_b
             "public_groups := $public_groups, privacy_unit_column := $privacy_unit_column, confidence := $confidence, "
             "allow_large_epsilon := $allow_large_epsilon)")
     for attempt in range(RETRIES):
-        con.execute("BEGIN TRANSACTION")
         try:
-            publishing.carry_over(con, unit)
-            publishing.check_ledger(con, fn, unit)
-            refusal, debit = con.execute("SELECT anon_dp_budget_refusal(?, ?, ?, ?), anon_dp_debit_sql(?, ?, ?)",
-                                         [fn, unit, epsilon, spend_delta, unit, epsilon, spend_delta]).fetchall()[0]
-            if refusal is not None:
-                no_budget = not con.execute("SELECT 1 FROM anon_dp_budgets WHERE unit_table = ?", [unit]).fetchall()
-                raise (DeclarationError if no_budget else BudgetError)(refusal)
-            debited = con.execute(debit).fetchall()  # empty only if the check above raced another debit
-            if not debited:
-                raise duckdb.TransactionException(f"{fn}(): the budget of {unit!r} changed during the publish")
-            leaf = publishing.check_target(con, fn, name, reads=[table, public_groups], replace=replace)
-            con.execute(f"CREATE OR REPLACE TABLE {target} AS {publishing.ordered_sql(call)}", arguments)
-            con.execute(con.execute("SELECT anon_dp_record_sql(?, ?, ?, ?, ?, ?, ?)", [name, table, unit, epsilon, spend_delta,
-                                    json.dumps(arguments), target]).fetchall()[0][0])
-            groups = con.execute("SELECT groups FROM anon_dp_releases WHERE name = ?", [name]).fetchall()[0][0]
-            publishing.log(con, fn, name, tables=[leaf], reads=[table, public_groups], record={**arguments, "groups": groups},
-                           unit_table=unit, epsilon=epsilon, delta=spend_delta)
-            con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit]).fetchall()[0][0])
-            con.execute("COMMIT")
-            left_e, left_d = debited[0]
-            return {"name": name, "source_table": table, "unit_table": unit, "epsilon": epsilon, "delta": spend_delta,
-                    "groups": groups, "epsilon_left": left_e, "delta_left": left_d}
+            with publishing.transaction(con, fn, f"writing release {name!r}"):  # nothing published, nothing spent
+                publishing.carry_over(con, unit)
+                publishing.check_ledger(con, fn, unit)
+                refusal, debit = con.execute("SELECT anon_dp_budget_refusal(?, ?, ?, ?), anon_dp_debit_sql(?, ?, ?)",
+                                             [fn, unit, epsilon, spend_delta, unit, epsilon, spend_delta]).fetchall()[0]
+                if refusal is not None:
+                    no_budget = not con.execute("SELECT 1 FROM anon_dp_budgets WHERE unit_table = ?", [unit]).fetchall()
+                    raise (DeclarationError if no_budget else BudgetError)(refusal)
+                debited = con.execute(debit).fetchall()  # empty only if the check above raced another debit
+                if not debited:
+                    raise duckdb.TransactionException(f"{fn}(): the budget of {unit!r} changed during the publish")
+                leaf = publishing.check_target(con, fn, name, reads=[table, public_groups], replace=replace)
+                con.execute(f"CREATE OR REPLACE TABLE {target} AS {publishing.ordered_sql(call)}", arguments)
+                con.execute(con.execute("SELECT anon_dp_record_sql(?, ?, ?, ?, ?, ?, ?)", [name, table, unit, epsilon,
+                                        spend_delta, json.dumps(arguments), target]).fetchall()[0][0])
+                groups = con.execute("SELECT groups FROM anon_dp_releases WHERE name = ?", [name]).fetchall()[0][0]
+                publishing.log(con, fn, name, tables=[leaf], reads=[table, public_groups],
+                               record={**arguments, "groups": groups}, unit_table=unit, epsilon=epsilon, delta=spend_delta)
+                con.execute(con.execute("SELECT anon_dp_last_spend_sql(?)", [unit]).fetchall()[0][0])
         except duckdb.TransactionException:  # another publish debited the same budget first: start again
-            con.execute("ROLLBACK")
             time.sleep(0.01 * (attempt + 1))
-        except Exception as error:
-            con.execute("ROLLBACK")
-            if is_disk_full(error):
-                raise publishing.PublishError(f"{fn}(): the disk is full while writing release {name!r}; nothing was "
-                                              "published and nothing was spent") from error
-            raise
+            continue
+        left_e, left_d = debited[0]
+        return {"name": name, "source_table": table, "unit_table": unit, "epsilon": epsilon, "delta": spend_delta,
+                "groups": groups, "epsilon_left": left_e, "delta_left": left_d}
     raise BudgetError(f"{fn}(): the budget of {unit!r} stayed locked by other publishes through {RETRIES} attempts")

@@ -42,5 +42,5 @@ SELECT * FROM mondrian({{ duckdb_anon.sql_literal(relation) }}, {{ duckdb_anon.s
         {%- if t is not none %}, t := {{ t }}{% endif %}
     {%- endif %}
     {%- if max_suppression %}, max_suppression := {{ max_suppression }}{% endif %}, keep := {{ duckdb_anon.sql_list(kept) }})
-ORDER BY hash(*COLUMNS(*)) {#- the storage order of every release, duckdb_anon.publishing.ORDER_KEY: nothing of the source's order -#}
+{{ duckdb_anon.release_order() }}
 {%- endmacro %}

@@ -86,10 +86,9 @@
                             ~ delta_spent ~ ")").columns[1].values()[0] -%}
   {%- do duckdb_anon.dp_query(debit) -%}
   {{ drop_relation_if_exists(existing_relation) }}
-  {#- stored in the order of its published rows: duckdb_anon.publishing.ORDER_KEY -#}
   {% call statement('main') -%}
     CREATE TABLE {{ target_relation }} AS SELECT * FROM dp_aggregate({{ duckdb_anon.sql_literal(table_name) }}, {{ duckdb_anon.dp_value(arguments['group_by']) }},
-    {%- for name in names %} {{ name }} := {{ duckdb_anon.dp_value(arguments[name]) }}{{ "," if not loop.last }}{% endfor %}) ORDER BY hash(*COLUMNS(*))
+    {%- for name in names %} {{ name }} := {{ duckdb_anon.dp_value(arguments[name]) }}{{ "," if not loop.last }}{% endfor %}) {{ duckdb_anon.release_order() }}
   {%- endcall %}
   {%- set record = duckdb_anon.dp_query("SELECT anon_dp_record_sql(" ~ duckdb_anon.sql_literal(this.identifier) ~ ", "
                              ~ duckdb_anon.sql_literal(table_name) ~ ", " ~ duckdb_anon.sql_literal(unit_table) ~ ", "

@@ -1,4 +1,4 @@
-"""mondrian()'s checked recursion (generated from levels/checked.py) against the hand-written one it replaced,
+"""mondrian()'s checked recursion (generated from mondrian/checked.py) against the hand-written one it replaced,
 on Adult with its hierarchies and models, in one run (from the project root, in a git checkout):
 
     python bench/bench_checked_recursion.py [--against REVISION]

@@ -4,7 +4,7 @@ QI vector (run from the project root):
     python bench/bench_highcard.py                      # 1M and 10M rows, strict, k = 10
     python bench/bench_highcard.py 100000000            # 100M rows (memory_limit 8GB, spills)
     python bench/bench_highcard.py 1000000 --mode relaxed
-    python bench/bench_highcard.py 10000000 --engine levels   # the level driver (duckdb_anon.levels)
+    python bench/bench_highcard.py 10000000 --engine levels   # the level driver (duckdb_anon.mondrian)
     python bench/bench_highcard.py 100000000 --max-temp 45GB  # stop when the spilled data would exceed 45 GB
     python bench/bench_highcard.py 10000000 --l 2              # distinct l-diversity of diagnosis (checked recursion)
 
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import duckdb_anon
-from duckdb_anon import levels
+from duckdb_anon import mondrian
 
 QIS = ["age", "zip", "sex", "education", "dob", "income"]
 EDUCATION = ["Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad", "Some-college",
@@ -116,7 +116,7 @@ def main():
     parser.add_argument("--mode", default="strict", choices=["strict", "relaxed"])
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--engine", default="sql", choices=["sql", "levels"],
-                        help="sql: SELECT * FROM mondrian(...); levels: duckdb_anon.levels.mondrian()")
+                        help="sql: SELECT * FROM mondrian(...); levels: duckdb_anon.mondrian.mondrian()")
     parser.add_argument("--max-temp", help="the most a run may spill (DuckDB's max_temp_directory_size, e.g. 45GB)")
     parser.add_argument("--l", type=int, help="distinct l-diversity of the sensitive column diagnosis")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)

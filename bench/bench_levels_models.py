@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import duckdb_anon
-from duckdb_anon import levels
+from duckdb_anon import mondrian
 from duckdb_anon.datasets import ADULT_QIS
 
 MODELS = {"sensitive": "class", "l": 2, "max_suppression": 0.01}
@@ -58,7 +58,7 @@ def main():
     if args.spark:
         from pyspark.sql import SparkSession
 
-        from duckdb_anon import spark as anon_spark
+        from duckdb_anon.mondrian import spark as anon_spark
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                  .config("spark.sql.shuffle.partitions", "2").config("spark.sql.adaptive.enabled", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")

@@ -2,7 +2,7 @@
 
     python bench/bench_mondrian.py            # 30k, 300k, 1M, 10M rows
     python bench/bench_mondrian.py 30162 1000000
-    python bench/bench_mondrian.py 30162 --engines sql levels   # mondrian() and duckdb_anon.levels side by side
+    python bench/bench_mondrian.py 30162 --engines sql levels   # mondrian() and duckdb_anon.mondrian side by side
     python bench/bench_mondrian.py 30162 300000 1000000 --modes strict --engines sql levels floor
     python bench/bench_mondrian.py 30162 --before /path/to/an/older/checkout   # each engine on both codes
 
@@ -24,7 +24,7 @@ import tempfile
 import time
 
 import duckdb_anon
-from duckdb_anon import levels
+from duckdb_anon import mondrian
 from duckdb_anon.datasets import ADULT_QIS
 
 SIZES = [30162, 300_000, 1_000_000, 10_000_000]

@@ -23,8 +23,8 @@ from datetime import datetime
 
 import duckdb_anon
 from bench_mondrian import build  # the scaled Adult tables of the DuckDB benchmark
-from duckdb_anon import levels as level_driver
-from duckdb_anon import spark as anon_spark
+from duckdb_anon import mondrian as level_driver
+from duckdb_anon.mondrian import spark as anon_spark
 from duckdb_anon.datasets import ADULT_QIS
 from duckdb_anon.engines.spark_engine import SparkEngine
 

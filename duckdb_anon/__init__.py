@@ -8,7 +8,7 @@ opens the file, with or without this package.
 # Each public name and the module that defines it, imported when the name is first read (PEP 562), so that
 # importing the package, as the command line does, costs nothing until a function is used.
 _PUBLIC = {
-    "connect": "_install", "install": "_install", "installed_version": "_install", "sql_files": "_install",
+    "connect": "_install", "install": "_install", "installed_version": "_install", "sql_files": "sql_rules",
     "publish_dp": "dp.ledger", "set_dp_budget": "dp.ledger",
     "load_adult": "datasets", "load_adult_hierarchies": "datasets", "load_patients": "datasets",
     "apply_privacy_units": "privacy_units", "declare_privacy_unit": "privacy_units",

@@ -21,26 +21,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from importlib import resources
 from pathlib import Path
 
 import duckdb
 
+from duckdb_anon import sql_rules, udfs
+
 ATTEMPTS = 6  # tries of one install against conflicting writers; pauses 0.05 s, 0.1 s, ... 0.8 s between
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
-
-
-def sql_files() -> list[Path]:
-    """The SQL files to run, in order (their names sort in dependency order)."""
-    packaged = resources.files("duckdb_anon") / "sql"
-    folder = Path(str(packaged))
-    if not folder.is_dir():  # a source checkout: the files live at the repository's top level
-        folder = Path(__file__).resolve().parent.parent / "sql"
-    files = sorted(folder.glob("*.sql"))
-    if not files:
-        raise FileNotFoundError(f"duckdb_anon: no SQL files found in {folder}")
-    return files
 
 
 def _database(con: duckdb.DuckDBPyConnection) -> tuple[str | None, bool]:
@@ -60,18 +49,16 @@ def _lock_for(path: str | None) -> threading.Lock:
 
 def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Every macro, the version and the declarations: the statements of one transaction."""
-    from duckdb_anon import __version__, dp, relations
-    from duckdb_anon.levels.checked_macros import checked_macros
-    from duckdb_anon.levels.macros import partition_macros
+    from duckdb_anon import __version__, dp
+    from duckdb_anon.mondrian.checked_macros import checked_macros
+    from duckdb_anon.mondrian.macros import partition_macros
     from duckdb_anon.privacy_units import apply_privacy_units
     from duckdb_anon._catalog_upgrade import restore_old_catalogs, set_aside_old_catalogs
     from duckdb_anon.roles import apply_policies
 
     upgraded = set_aside_old_catalogs(con)  # catalog tables whose old CHECK refuses what this version writes
-    # what a relation reads (duckdb_anon.relations), as one JSON text the lineage UDFs are handed
-    con.execute(f"CREATE OR REPLACE MACRO anon_relation_catalog() AS ({relations.CATALOG_SQL})")
-    for path in sql_files():
-        con.execute(path.read_text(encoding="utf-8"))
+    for text in sql_rules.file_texts():
+        con.execute(text)
     restore_old_catalogs(con, upgraded)
     from duckdb_anon.publishing import digest_legacy_people
     digest_legacy_people(con)  # a catalog of an older version held raw persons
@@ -79,7 +66,7 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)
         con.execute(statement)
-    for statement in partition_macros() + checked_macros():  # mondrian()'s recursions, generated from levels/
+    for statement in partition_macros() + checked_macros():  # mondrian()'s recursions, generated from mondrian/
         con.execute(statement)
     apply_privacy_units(con)  # privacy_unit_rows() from the declarations the file holds
     apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
@@ -119,7 +106,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.complete()  # a pending result would make create_function fail ("unfinished result")
     path, readonly = _database(con)
     with _lock_for(path):
-        register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
+        udfs.register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
         if not readonly:
             _write_in_transaction(con)
         elif (found := installed_version(con)) != __version__:
@@ -128,19 +115,6 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
                 f"{'duckdb-anon ' + found if found else 'no duckdb-anon macros'}, not version {__version__}; "
                 f"open it read-write once to install")
     return con
-
-
-def register_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """The Python UDFs of a connection (they live only as long as it, unlike the macros): the random walk's
-    kernel, the DP noise functions and the k^m driver behind km_anonymity()."""
-    from duckdb_anon.dp import lineage, noise
-    from duckdb_anon.km import udf as km_udf
-    from duckdb_anon.walk import register
-
-    register(con)
-    noise.register(con)
-    lineage.register(con)
-    km_udf.register(con)
 
 
 def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:

@@ -9,8 +9,8 @@ database a (both: ambiguous, as DuckDB says); CTEs are not tables. What cannot b
 macro, a name that is no table or view, SQL sqlglot cannot parse) raises RelationError rather than being
 taken to read nothing: callers use the answer to refuse, so not knowing must not look like "reads no table".
 
-The work is split so that it can also run inside a query: :data:`CATALOG_SQL` reads the catalog as one JSON
-text, and :class:`Catalog` answers from that text alone (a Python UDF gets it as an argument).
+The work is split so that it can also run inside a query: the SQL macro ``anon_relation_catalog()``
+(sql/01_relation_catalog.sql) reads the catalog as one JSON text, and :class:`Catalog` answers from that text alone (a Python UDF gets it as an argument).
 """
 from __future__ import annotations
 
@@ -22,19 +22,6 @@ from sqlglot.optimizer.qualify import qualify
 
 Key = tuple[str, str, str]  # (catalog, schema, table), lower-cased
 
-#: The catalog as JSON text: databases, tables, views (with their SQL; NULL for DuckDB's own), columns and
-#: table macros, plus the current database, schema and search path.
-CATALOG_SQL = """SELECT to_json({
-    'database': current_database(), 'schema': current_schema(), 'search_path': current_setting('search_path'),
-    'databases': (SELECT list(database_name) FROM duckdb_databases()),
-    'tables': (SELECT coalesce(list([database_name, schema_name, table_name]), []) FROM duckdb_tables()),
-    'views': (SELECT coalesce(list([database_name, schema_name, view_name, CASE WHEN internal THEN NULL ELSE sql END]), [])
-              FROM duckdb_views()),
-    'columns': (SELECT coalesce(list([database_name, schema_name, table_name, column_name]
-                                     ORDER BY database_name, schema_name, table_name, column_index), [])
-                FROM duckdb_columns() WHERE database_name <> 'system'),
-    'macros': (SELECT coalesce(list(DISTINCT lower(function_name)), []) FROM duckdb_functions()
-               WHERE function_type = 'table_macro')})::VARCHAR"""
 
 
 class RelationError(ValueError):
@@ -42,7 +29,7 @@ class RelationError(ValueError):
 
 
 class Catalog:
-    """The objects of one database connection, from the JSON of :data:`CATALOG_SQL`."""
+    """The objects of one database connection, from the JSON of ``anon_relation_catalog()``."""
 
     def __init__(self, text: str):
         data = json.loads(text)
@@ -196,7 +183,7 @@ def base_tables_of(catalog: Catalog, relation: str) -> list[Key]:
 def base_tables(con, relation: str) -> list[Key]:
     """The base tables `relation` (a table or view name, qualified or not, or a query) reads, through views
     over views, as (catalog, schema, table), lower-cased. Raises RelationError when it cannot tell."""
-    return base_tables_of(Catalog(con.execute(CATALOG_SQL).fetchall()[0][0]), relation)
+    return base_tables_of(Catalog(con.execute("SELECT anon_relation_catalog()").fetchall()[0][0]), relation)
 
 
 def _schema(catalog: Catalog, tree: exp.Expression) -> dict:

@@ -13,7 +13,7 @@ import secrets
 
 import duckdb
 
-from duckdb_anon._install import sql_files
+from duckdb_anon import sql_rules
 
 ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive", "masked")
 
@@ -167,9 +167,7 @@ def new_pseudonym_key() -> str:
     The format comes from the SQL file that checks it (one definition), run in a throwaway in-memory
     database. A random part that the sanity checks of anon_key_problem() would call not random (about one
     draw in 10^12) is drawn again, so every key returned is accepted."""
-    keys_sql = next(path for path in sql_files() if path.name.endswith("_pseudonym_keys.sql"))
-    with duckdb.connect() as con:
-        con.execute(keys_sql.read_text(encoding="utf-8"))
+    with sql_rules.private_duckdb("anon_key_format", "anon_key_problem") as con:
         while True:
             key, problem = con.execute("SELECT key, anon_key_problem(key) FROM (SELECT anon_key_format(?) AS key)",
                                        [secrets.token_hex(32)]).fetchall()[0]

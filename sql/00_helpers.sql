@@ -35,7 +35,7 @@ CREATE OR REPLACE MACRO anon_check(bad, fn, arg, msg) AS
 -- (the separator ',', the braces '{' '}' and the backslash itself), and the texts 'NULL' and '*' read
 -- '\NULL' and '\*', so that neither is taken for NULL inside a set or for a suppressed row. A value
 -- without those characters is written as it is. NULL (inside a set) is written NULL.
--- duckdb_anon/levels/plan.py writes the same rule for other engines.
+-- duckdb_anon/mondrian/plan.py writes the same rule for other engines.
 CREATE OR REPLACE MACRO anon_label_escape(v) AS
     CASE WHEN v IS NULL THEN 'NULL'
          WHEN v::VARCHAR IN ('NULL', '*') THEN '\' || v::VARCHAR

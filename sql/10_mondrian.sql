@@ -12,9 +12,9 @@
 --                   A partition is named by its offset in a virtual ordering of the rows (each piece of a
 --                   cut starts at the parent's offset plus the rows of the pieces before it), so names
 --                   never collide. Plain calls run the recursion generated from the level plan
---                   (duckdb_anon/levels/macros.py); hierarchies (a hierarchical QI cuts into the covering
+--                   (duckdb_anon/mondrian/macros.py); hierarchies (a hierarchical QI cuts into the covering
 --                   node's children), models and suppression the one generated from its checked cuts
---                   (duckdb_anon/levels/checked_macros.py).
+--                   (duckdb_anon/mondrian/checked_macros.py).
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by a hash of its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
@@ -134,8 +134,8 @@ FROM (SELECT __anon_all, list_select([*COLUMNS(qis)], o.perm) AS keys
 -- Partition the cells. Returns (cell, off, n, part, __anon_s, __anon_hash, <one {'v', 'k'} column per QI>):
 -- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part` (-1: suppressed).
 -- Both recursions are generated from the level plan: plain calls (no hierarchy, model or suppression) run
--- duckdb_anon/levels/macros.py's (anon_level_partition_<width>_<mode>_<rule>); the others, and plain calls
--- with more QIs than those shapes hold, the checked recursion of levels/checked_macros.py, installed as
+-- duckdb_anon/mondrian/macros.py's (anon_level_partition_<width>_<mode>_<rule>); the others, and plain calls
+-- with more QIs than those shapes hold, the checked recursion of mondrian/checked_macros.py, installed as
 -- text (anon_checked_partition_sql) and run with the call's arguments put in as escaped literals.
 CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
 SELECT * FROM query(
@@ -160,7 +160,7 @@ CREATE OR REPLACE MACRO anon_fill_sql(text, args) AS
                                    lambda piece, i: CASE WHEN i % 2 = 0 THEN args[piece] ELSE piece END), '');
 
 -- The generated partitioner serving `q` QIs in `mode` under split rule `rule`, or NULL when none is
--- installed (duckdb_anon.levels.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
+-- installed (duckdb_anon.mondrian.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
 -- for split rule 'actual'. Each one costs every install about 10 ms, so the rarer shapes have none).
 CREATE OR REPLACE MACRO anon_level_partitioner(q, mode, rule) AS
     CASE WHEN mode NOT IN ('strict', 'relaxed') OR rule NOT IN ('actual', 'inherited') THEN NULL  -- names from known words only
@@ -177,7 +177,7 @@ CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
 
 -- Fails naming `fn` and the argument (l, else t) when the whole table does not satisfy `model` in the
 -- `sensitive` column (then no cut ever would); `hist`, `q`, `cq`, `ordered` as anon_model_holds reads them.
--- The checked partitioners (duckdb_anon/levels/checked_macros.py) check it before their first cut.
+-- The checked partitioners (duckdb_anon/mondrian/checked_macros.py) check it before their first cut.
 CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, hist, q, cq, ordered) AS
     anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(hist, model, q, cq, ordered),
                fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,

@@ -127,7 +127,7 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
 
 -- `keep`: the non-QI columns a release publishes besides the QIs (which are always published, generalized).
 -- NULL publishes every column of the table. The rule lives here once: mondrian() applies it in SQL, the level
--- driver and Spark (duckdb_anon.levels, duckdb_anon.spark) call anon_published_columns with their columns.
+-- driver and Spark (duckdb_anon.mondrian, duckdb_anon.mondrian.spark) call anon_published_columns with their columns.
 
 -- The checked keep list, lower-cased (NULL when keep is NULL): an error naming fn and 'keep' when it is not
 -- a list of names, holds NULL, a reserved name or a name twice, or names a QI.

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import strategies as st
 
 import duckdb_anon
-from duckdb_anon import _install
+from duckdb_anon import udfs
 from duckdb_anon.datasets import ADULT_QIS
 
 SHARED = Path(os.environ.get("SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -28,7 +28,7 @@ def installed_template(tmp_path_factory):
 def installed_copy(template) -> duckdb.DuckDBPyConnection:
     """A fresh in-memory database with duckdb-anon installed, copied from `template`."""
     connection = duckdb.connect()
-    _install.register_functions(connection)  # before the macros that call them
+    udfs.register_functions(connection)  # before the macros that call them
     connection.execute("ATTACH ? AS __installed_template (READ_ONLY)", [str(template)])
     connection.execute("COPY FROM DATABASE __installed_template TO memory")
     connection.execute("DETACH __installed_template")

@@ -237,10 +237,10 @@ def test_every_public_function_has_a_row(fresh):
     public = {name for (name,) in fresh.execute(
         "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type LIKE '%macro%' "
         "AND NOT starts_with(function_name, 'anon_') AND NOT internal").fetchall()}
-    from test_walk_bad_inputs import BAD_INPUTS as PATTERN_BAD_INPUTS  # the same table, on its own fixture
+    from tests.test_walk_bad_inputs import BAD_INPUTS as PATTERN_BAD_INPUTS  # the same table, on its own fixture
     covered = {function for _, function, _ in BAD_INPUTS} | {"suggest_roles_sql"}  # it names suggest_roles()
     covered |= {words[0].removesuffix("()") for _, words in PATTERN_BAD_INPUTS}
-    from test_km_bad_inputs import SQL_BAD_INPUTS as KM_BAD_INPUTS  # the k^m functions, on their own fixture
+    from tests.km.test_bad_inputs import SQL_BAD_INPUTS as KM_BAD_INPUTS  # the k^m functions, on their own fixture
     covered |= {function for _, function, _ in KM_BAD_INPUTS}
     missing = public - covered - set(NO_ARGUMENTS)
     assert not missing, f"public functions without a bad-input row: {sorted(missing)}"

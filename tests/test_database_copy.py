@@ -12,7 +12,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.database_copy import CopyError, masked_copy
-from test_roles import KEY, OTHER_KEY, expected_pseudonym as pseudonym
+from tests.test_roles import KEY, OTHER_KEY, expected_pseudonym as pseudonym
 
 RX = "pre scriptions 'rx'"  # a table name with a space and quotes
 DRUG = 'dr"ug name'  # a column name with a double quote and a space

@@ -3,7 +3,7 @@ import duckdb
 import pytest
 
 import duckdb_anon
-from conftest import SHARED
+from tests.conftest import SHARED
 from duckdb_anon.datasets import ADULT_COLUMNS, adult_path
 
 

@@ -25,7 +25,7 @@ pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is not installed (
 
 import duckdb_anon  # noqa: E402
 from duckdb_anon.dbt import package_path  # noqa: E402
-from independent import scoreboard_shares  # noqa: E402
+from tests.independent import scoreboard_shares  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt"
 PACKAGE_ENTRY = "local: ../../duckdb_anon/dbt_package"  # as examples/dbt/packages.yml has it

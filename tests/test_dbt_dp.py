@@ -13,7 +13,7 @@ pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is not installed (
 
 import duckdb_anon  # noqa: E402
 from duckdb_anon.dbt import package_path  # noqa: E402
-from test_dbt import run_dbt  # noqa: E402
+from tests.test_dbt import run_dbt  # noqa: E402
 
 MODEL = """{{ config(materialized='dp_release', group_by=['item'], value='value', aggregates=['count', 'avg'],
                   epsilon=EPSILON, delta=1e-6, max_groups_contributed=3, min_value=1, max_value=5) }}

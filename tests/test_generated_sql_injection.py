@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.publishing import PublishError
-from duckdb_anon import levels
+from duckdb_anon import mondrian
 from duckdb_anon.cli import main
 from duckdb_anon.releases import publish_mondrian, publish_release
 from duckdb_anon.roles import create_anonymized_view

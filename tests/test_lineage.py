@@ -7,8 +7,8 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.roles import DeclarationError
-from independent import row_keys
-from test_roles import KEY
+from tests.independent import row_keys
+from tests.test_roles import KEY
 
 QIS = ["age", "sex", "zip"]
 DECLARATIONS = """INSERT INTO anon_column_roles (table_name, column_name, role, pseudonymize) VALUES
@@ -80,8 +80,8 @@ def test_a_second_release_after_inserts_is_refused_with_the_figures_and_recorded
 def test_the_people_of_a_release_are_recorded_with_their_classes(published):
     """anon_release_people holds each release row's source person, as the catalog's keyed digest (never the
     raw id), and labels: the release's own rows, matched through the digest and pseudonym computed here."""
-    from independent import catalog_digest
-    from test_roles import expected_pseudonym
+    from tests.independent import catalog_digest
+    from tests.test_roles import expected_pseudonym
     release = published.execute("SELECT * FROM r1").df()
     people = published.execute("SELECT person, labels FROM anon_release_people WHERE release_name = 'r1'").df()
     raw = {str(i) for i in published.execute("SELECT patient_id FROM patients").df()["patient_id"]}
@@ -143,7 +143,7 @@ def test_install_keeps_the_catalog_and_upgrades_an_old_one(tmp_path):
 
 def test_publishing_refuses_declarations_changed_since_they_were_applied(con):
     """As anonymized() does: the release would not be the one the applied declarations describe."""
-    from test_roles import declare_patients, make_patients
+    from tests.test_roles import declare_patients, make_patients
     make_patients(con)
     declare_patients(con)
     duckdb_anon.set_pseudonym_key(con, "clinic", KEY)

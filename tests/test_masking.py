@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import duckdb_anon
 from duckdb_anon import roles
-from test_roles import KEY, OTHER_KEY
+from tests.test_roles import KEY, OTHER_KEY
 
 FIRST = ["Ann", "Bob", "Cleo", "Dev", "Eve", "Finn", "Gus"]  # small pools of our own: no Faker needed
 LAST = ["Moss", "Nash", "Oak", "Page", "Quinn"]

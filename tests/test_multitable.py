@@ -9,7 +9,7 @@ import pytest
 import duckdb_anon
 from duckdb_anon.multitable import publish_tables
 from duckdb_anon.roles import DeclarationError
-from test_roles import KEY
+from tests.test_roles import KEY
 
 OTHER_KEY = duckdb_anon.new_pseudonym_key()
 

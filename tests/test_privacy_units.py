@@ -4,7 +4,7 @@ import duckdb
 import pytest
 
 import duckdb_anon
-from conftest import assert_error_names
+from tests.conftest import assert_error_names
 from duckdb_anon.roles import DeclarationError
 
 

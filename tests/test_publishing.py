@@ -269,7 +269,7 @@ def test_the_catalog_key_lives_beside_the_file_and_an_older_catalog_is_digested(
     import os
     import stat
 
-    from independent import catalog_digest
+    from tests.independent import catalog_digest
     path = tmp_path / "clinic.duckdb"
     con = duckdb_anon.connect(str(path))
     con.execute("CREATE TABLE t AS SELECT 'P' || lpad(range::VARCHAR, 6, '0') AS id, range % 40 AS age FROM range(200)")

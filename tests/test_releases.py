@@ -7,8 +7,8 @@ import pytest
 import duckdb_anon
 from duckdb_anon import roles
 from duckdb_anon.roles import DeclarationError
-from independent import class_sizes
-from test_roles import KEY, declare_patients, make_patients
+from tests.independent import class_sizes
+from tests.test_roles import KEY, declare_patients, make_patients
 
 
 def test_a_frozen_release_stays_put_while_a_live_view_moves(con):
@@ -147,7 +147,7 @@ def two_releases(module_con):
     ("release_differencing('r', 'r', ['age'], NULL)", ["release_differencing()", "'id_column'"]),
 ])
 def test_differencing_bad_input(two_releases, call, words):
-    from conftest import assert_error_names
+    from tests.conftest import assert_error_names
     assert_error_names(two_releases, f"SELECT * FROM {call}", words)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
-from independent import class_sizes, ncp_percent, row_keys
+from tests.independent import class_sizes, ncp_percent, row_keys
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 QI_ARG = ",".join(ADULT_QIS)

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.roles import DeclarationError
-from independent import catalog_digest, row_keys
-from test_lineage import QIS, clinic, differencing, insert
-from test_roles import KEY, expected_pseudonym
+from tests.independent import catalog_digest, row_keys
+from tests.test_lineage import QIS, clinic, differencing, insert
+from tests.test_roles import KEY, expected_pseudonym
 
 
 def check_release(con, source, release, lineage, qis, id_column, k, l=None, sensitive=None, pseudonym=None):

@@ -10,7 +10,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
-from independent import class_sizes, row_keys
+from tests.independent import class_sizes, row_keys
 
 KEY = "anon-key-v1-d1e3b8fcffdc570476ff28016409a6c3a16316fcf5514944ea1fca4ae69f9ffe-8a5de635"  # from new_pseudonym_key()
 OTHER_KEY = "anon-key-v1-4bfebaebae2ae7d41f0db5286657b71c7f947fd1d593bf2874278bb952b743eb-d9dfd02e"

@@ -12,7 +12,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon import roles
-from test_roles import KEY, declare_patients, make_clinic_file, make_patients
+from tests.test_roles import KEY, declare_patients, make_clinic_file, make_patients
 
 
 def test_undeclared_columns_are_refused_naming_the_function_table_and_every_column(con):

@@ -115,7 +115,7 @@ def test_evidence_on_small_tables_with_ties_nulls_and_constants(module_con, rows
     ("SELECT * FROM suggest_roles('nope')", ["nope"]),
 ])
 def test_bad_input(module_con, sql, words):
-    from conftest import assert_error_names
+    from tests.conftest import assert_error_names
     assert_error_names(module_con, sql, words)
 
 

@@ -2,7 +2,7 @@
 is refused with an error naming the function and the argument at fault, and the tables are left as they were."""
 import pytest
 
-from conftest import assert_error_names
+from tests.conftest import assert_error_names
 
 SETUP = """
 CREATE TABLE t AS SELECT range AS id, (range * 7 % 13)::DOUBLE AS v, 'x' || range AS s FROM range(60);

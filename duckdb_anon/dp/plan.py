@@ -73,8 +73,9 @@ The rules, each stated once here:
 """
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
+
+from duckdb_anon.engines.base import render as engine_render
 
 #: what dp_aggregate() can release, and the columns each adds to the result
 AGGREGATES = ("count", "count_distinct", "sum", "avg", "median")
@@ -371,20 +372,14 @@ def _keyed_hash(args: list[exp.Expression], dialect: str, portable: bool) -> exp
 
 def render(text: str, dialect: str, parameters: dict[str, exp.Expression], portable: bool = False,
            **tables: exp.Expression) -> str:
-    """Parse DuckDB-dialect `text`, replace each ``__p_<name>`` by `parameters[name]`, each table named in
-    `tables` by its relation and ``__keyed_hash(...)`` by the engine's hash, and write it in `dialect`."""
-    tree = sqlglot.parse_one(text, read="duckdb")
-
-    def substitute(node):
-        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__p_"):
-            return parameters[node.name[4:]].copy()
-        if isinstance(node, exp.Table) and node.name in tables and not node.db:
-            return exp.alias_(tables[node.name].copy(), node.alias or node.name, table=True)
+    """`text` through the one renderer (duckdb_anon.engines.base.render): each ``__p_<name>`` becomes
+    `parameters[name]`, each table named in `tables` its relation, and ``__keyed_hash(...)`` the engine's hash."""
+    def keyed_hash(node, dialect):
         if isinstance(node, exp.Anonymous) and node.name.lower() == "__keyed_hash":
             return _keyed_hash([a.copy() for a in node.expressions], dialect, portable)
         return node
 
-    return tree.transform(substitute).sql(dialect)
+    return engine_render(text, dialect, rewrite=keyed_hash, parameters=parameters, **tables)
 
 
 def bounded_query() -> str:

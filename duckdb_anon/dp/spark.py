@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import itertools
 
-import threading
-
-import duckdb
 import numpy as np
 import pandas as pd
 from sqlglot import exp
 
+from duckdb_anon import sql_rules
 from duckdb_anon.dp import noise, plan
+from duckdb_anon.engines.base import literal
 
 FN = "spark.dp_aggregate"
 _views = itertools.count()
@@ -45,23 +44,10 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-_checker_lock = threading.Lock()
-_checker_con: list = []
-
-
-def _checker() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with duckdb-anon installed, made once per process (an install costs about a second)."""
-    with _checker_lock:
-        if not _checker_con:
-            from duckdb_anon._install import connect
-            _checker_con.append(connect())
-        return _checker_con[0]
-
-
 def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=None, **arguments) -> None:
-    """The DuckDB checks of the arguments (sql/81_dp_arguments.sql, on an in-memory database holding every
-    macro: installed whole, so no file is picked by name), then the columns the DataFrames must have."""
-    con = _checker().cursor()
+    """The DuckDB checks of the arguments (anon_dp_arguments_ok, on a private DuckDB holding it), then the
+    columns the DataFrames must have."""
+    con = sql_rules.private_duckdb("anon_dp_arguments_ok")
     positional = ("max_groups_contributed", "max_rows_per_group", "min_value", "max_value")
     named = "".join(f", {k} := ${k}" for k in arguments if k not in positional)
     con.execute(f"SELECT anon_dp_arguments_ok($fn, 'dataframe', $group_by, $value, {', '.join('$' + k for k in positional)}, "
@@ -95,20 +81,8 @@ def _relations(frame, group_by, value, unit, public_groups) -> dict[str, exp.Exp
     return {"__dp_source": exp.to_table(_view(source)), "__dp_public": exp.to_table(_view(public))}
 
 
-def _literal(value) -> exp.Expression:
-    if value is None:
-        return exp.Null()
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, (int, float)):
-        return exp.Literal.number(value)
-    if isinstance(value, (list, tuple)):
-        return exp.Array(expressions=[_literal(v) for v in value])
-    return exp.Literal.string(str(value))
-
-
 def _run(spark, query: str, relations, parameters: dict, portable: bool, select: list[str]):
-    text = plan.render(query, "spark", {k: _literal(v) for k, v in parameters.items()}, portable=portable, **relations)
+    text = plan.render(query, "spark", {k: literal(v) for k, v in parameters.items()}, portable=portable, **relations)
     return spark.sql(text).selectExpr("__anon_group.*", *select)
 
 

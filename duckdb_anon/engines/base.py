@@ -76,11 +76,11 @@ class Engine(ABC):
     def drop(self, name: str) -> None:
         """Forget relation `name` (no error when it does not exist)."""
 
-    def level_engine(self, cells: int, inputs: dict[str, str], macros: str | None = None) -> "Engine":
+    def level_engine(self, cells: int, inputs: dict[str, str], macros: tuple[str, ...] = ()) -> "Engine":
         """The engine the level loop runs on, given the table's `cells` (distinct QI vectors, which bound
         every level's rows) and what the loop reads (relation name -> query over this engine): this
-        engine, or a DuckDB one it copied `inputs` to under the same names, after running `macros` (DuckDB
-        SQL defining the macros the loop's queries call). take_back() ends it, or, when the run fails,
+        engine, or a DuckDB one it copied `inputs` to under the same names, holding the SQL macros `macros`
+        (names; duckdb_anon.sql_rules gives their definitions) that the loop's queries call. take_back() ends it, or, when the run fails,
         the engine's own cleanup."""
         return self
 
@@ -111,24 +111,50 @@ class Names:
         return sql.replace(RUN, self.prefix)
 
 
-def render(text: str, dialect: str, column: Callable[[str], str | None], source: exp.Expression | None = None,
-           rewrite: Callable[[exp.Expression, str], exp.Expression] | None = None, **tables: str) -> str:
-    """Parse DuckDB-dialect `text` over placeholders and write it in `dialect`: an identifier that
-    `column` maps to a name becomes that name, quoted (user input enters the tree only so); the table
-    ``__anon_source`` becomes `source`; a table named as a key of `tables` becomes the relation named by its
-    value, keeping the placeholder's name as its alias, so ``cells.x`` still reads; any other node goes
-    through `rewrite(node, dialect)` when given (an algorithm's own placeholders, such as inlined macros)."""
+def render(text: str, dialect: str, column: Callable[[str], str | None] | None = None,
+           source: exp.Expression | None = None,
+           rewrite: Callable[[exp.Expression, str], exp.Expression] | None = None,
+           parameters: dict[str, exp.Expression] | None = None, **tables: str | exp.Expression) -> str:
+    """The one renderer: parse DuckDB-dialect `text` over placeholders and write it in `dialect`.
+
+    - an identifier that `column` maps to a name becomes that name, quoted (user input enters the tree
+      only so);
+    - a column ``__p_<name>`` becomes ``parameters[name]``, an expression (values enter as literals built
+      by sqlglot, never as text);
+    - the table ``__anon_source`` becomes `source`; a table named as a key of `tables` becomes that
+      relation (a name, or an expression), keeping the placeholder's name as its alias, so ``cells.x``
+      still reads;
+    - any other node goes through `rewrite(node, dialect)` when given (an algorithm's own placeholders,
+      such as inlined macros or the engine's keyed hash)."""
     tree = sqlglot.parse_one(text, read="duckdb")
 
     def substitute(node):
-        if isinstance(node, exp.Identifier):
+        if isinstance(node, exp.Identifier) and column is not None:
             name = column(node.name)
             if name is not None:
                 return exp.to_identifier(name, quoted=True)
+        if parameters is not None and isinstance(node, exp.Column) and not node.table \
+                and node.name.startswith("__p_"):
+            return parameters[node.name[4:]].copy()
         if isinstance(node, exp.Table) and node.name == "__anon_source" and source is not None:
             return exp.alias_(source.copy(), node.alias, table=True) if node.alias else source.copy()
         if isinstance(node, exp.Table) and node.name in tables and not node.db:
-            return exp.alias_(exp.to_table(tables[node.name]), node.alias or node.name, table=True)
+            relation = tables[node.name]
+            relation = exp.to_table(relation) if isinstance(relation, str) else relation.copy()
+            return exp.alias_(relation, node.alias or node.name, table=True)
         return rewrite(node, dialect) if rewrite is not None else node
 
     return tree.transform(substitute).sql(dialect)
+
+
+def literal(value) -> exp.Expression:
+    """A Python value (None, bool, number, string, or a list of them) as a SQL literal expression."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float)):
+        return exp.Literal.number(value)
+    if isinstance(value, (list, tuple)):
+        return exp.Array(expressions=[literal(v) for v in value])
+    return exp.Literal.string(str(value))

@@ -119,16 +119,17 @@ class SparkEngine(Engine):
     def rows(self, sql):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
-    def level_engine(self, cells, inputs, macros=None):
+    def level_engine(self, cells, inputs, macros=()):
         if cells > self.driver_cells:
             return self
         import duckdb
 
+        from duckdb_anon import sql_rules
         from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 
         self._driver_con = con = duckdb.connect()  # closed by take_back(), or by clean() when the run fails
-        if macros:
-            con.execute(macros)
+        for statement in sql_rules.definitions(*macros) if macros else ():
+            con.execute(statement)
         for name, sql in inputs.items():  # names are ours (Names), the rows come as Arrow
             con.register("__anon_input", self.spark.sql(sql).toArrow())
             con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM __anon_input")

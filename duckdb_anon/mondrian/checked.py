@@ -1,0 +1,221 @@
+"""One level of Mondrian when cuts must have their sides counted: hierarchies, l-diversity / t-closeness and
+suppression, the rules of ``anon_partition`` (sql/10_mondrian.sql) as level queries.
+
+- A QI with a hierarchy is cut into the children of the node covering the partition's leaves (its lowest
+  common ancestor); its width is that node's share of the hierarchy's leaves, whatever the split rule.
+  Other QIs are cut at their median as in :class:`Plan`.
+- A cut is *checked* when it is hierarchical, when a sensitive column is given, or when the partition
+  still may suppress rows (its budget > 0): every side it makes is then counted; a side is good when it
+  holds k rows and satisfies the model (anon_model_holds over its sensitive histogram). A checked cut is
+  allowed when every side is good, or when some are and the rows of the others fit the budget; those
+  rows are suppressed (partition -1) and the rest of the budget is shared among the good sides in
+  proportion to their rows (rounded down). With a budget, a strict cut may leave one side under k.
+- Every allowed cut of a partition is judged at once and the widest is taken, ties to the earliest QI.
+- A hierarchical side is named by the partition's offset plus the rows of the sides before it (in code
+  order); a numeric cut names its sides as Plan does.
+"""
+from __future__ import annotations
+
+from duckdb_anon.mondrian.plan import Plan
+
+
+class CheckedPlan(Plan):
+    """The level queries of a run with hierarchies, a privacy model or suppression.
+
+    The level driver knows at each run which QIs have a hierarchy, whether a sensitive column is given and
+    the model, and writes them into the text. mondrian()'s generated recursion (checked_macros.py) learns
+    them only at the call: there ``hier_at_call`` is set, every QI position is listed in ``models.hier`` and
+    a QI is cut by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI),
+    and the hooks below (``_sensitive_on``, ``_ordered``, ``_suppress``) read the call's arguments."""
+
+    hier_at_call = False
+
+    def _sensitive_on(self) -> str:
+        """SQL: is a sensitive column given (then every cut has its sides counted)?"""
+        return "true" if self.sensitive else "false"
+
+    def _ordered(self) -> str:
+        """SQL: are the sensitive values ordered (numbers and dates, for t-closeness)?"""
+        return str(self.models.ordered).lower()
+
+    def _suppress(self) -> str:
+        """SQL: the share of rows that may be suppressed (the root's budget is that share of the rows)."""
+        return repr(float(self.models.suppress))
+
+    def _width(self, d: int) -> str:
+        lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
+        numeric = f"CASE WHEN s.range{d} > 0 THEN (p.{hi}{d} - p.{lo}{d}) / s.range{d} ELSE 0.0 END"
+        if d not in self.models.hier:
+            return numeric
+        # the covering node's share of the leaves; a single leaf counts 0
+        node = f"CASE WHEN p.hi{d} > p.lo{d} THEN CAST(l{d}.nhi - l{d}.nlo + 1 AS DOUBLE) / l{d}.leaves ELSE 0.0 END"
+        return f"CASE WHEN l{d}.depth IS NOT NULL THEN {node} ELSE {numeric} END" if self.hier_at_call else node
+
+    def _candidates(self) -> str:
+        """Per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
+        width; for a hierarchy's QI the depth of the node covering its leaves (nd<d>)."""
+        region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
+        lcas, joins = [], []
+        for d in self.models.hier:
+            lcas.append(f"l{d} AS (SELECT g.part, arg_max(h.lo, h.depth) AS nlo, arg_max(h.hi, h.depth) AS nhi, "
+                        f"max(h.depth) AS depth, max(h.leaves) AS leaves FROM grp g JOIN hnode h "
+                        f"ON h.d = {d} AND h.lo <= g.lo{d} AND h.hi >= g.hi{d} GROUP BY g.part)")
+            joins.append(f"{'LEFT ' if self.hier_at_call else ''}JOIN l{d} ON l{d}.part = p.part")
+        depths = "".join(f", l{d}.depth AS nd{d}" for d in self.models.hier)
+        widths = ", ".join(f"{self._width(d)} AS w{d}" for d in range(self.q))
+        return f"""
+            WITH grp AS (SELECT part, sum(n) AS rows, max(budget) AS budget,
+                                {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region}
+                         FROM state WHERE part >= 0 GROUP BY part
+                         HAVING sum(n) >= {2 * self.k} OR (max(budget) > 0 AND sum(n) > {self.k}))
+            {''.join(', ' + c for c in lcas)}
+            SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}"""
+
+    def kept(self) -> tuple[str, str, str]:
+        """Plan.kept()'s columns with the sensitive rank (s) and the budget a checked level reads."""
+        carried, restored, piece = super().kept()
+        return f"{carried}, s, budget", restored, piece
+
+    def judged(self, state: str, cands: str) -> str:
+        """Every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
+        is valid before its sides are counted, and whether they must be (checked)."""
+        positions = self._each("SELECT {d} AS d", " UNION ALL ")
+        hier = " OR ".join(f"(p.d = {d} AND c.nd{d} IS NOT NULL)" if self.hier_at_call else f"p.d = {d}"
+                           for d in self.models.hier) or "false"
+        depth = ("CASE p.d " + " ".join(f"WHEN {d} THEN c.nd{d}" for d in self.models.hier) + " END"
+                 if self.models.hier else "CAST(NULL AS BIGINT)")
+        valid = ("(m.cum >= {k} AND t.rows - m.cum >= {k}) OR (t.budget > 0 AND t.rows - m.cum > 0 "
+                 "AND (m.cum >= {k} OR t.rows - m.cum >= {k}))" if self.mode == "strict"
+                 else "t.rows // 2 >= {k}").format(k=self.k)
+        return self.sql(f"""
+            WITH tried AS (SELECT c.part, p.d AS dim, c.rows, c.budget, false AS unit, {hier} AS hier, {depth} AS nd,
+                                  {self._of_dim('p.d', 'c.w{d}')} AS w
+                           FROM cands c CROSS JOIN ({positions}) p WHERE {self._of_dim('p.d', 'c.hi{d} > c.lo{d}')}),
+            plain AS (SELECT * FROM tried WHERE NOT hier),
+            {self._medians('plain', 'plain_')}
+            SELECT t.*, m.split, m.nxt, m.cnt, m.cum,
+                   t.hier OR (m.cum IS NOT NULL AND ({valid})) AS valid,
+                   t.hier OR {self._sensitive_on()} OR t.budget > 0 AS checked
+            FROM tried t LEFT JOIN plain_median m ON m.part = t.part AND m.dim = t.dim""",
+                        state=state, cands=cands)
+
+    def _group(self, key: str) -> str:
+        """The side of a cut a piece falls on: a hierarchy's child (its run's start), else 0 / 1."""
+        child = "a.lo" if self.models.hier else "CAST(NULL AS BIGINT)"
+        return f"CASE WHEN j.hier THEN {child} WHEN {key} > j.split THEN 1 ELSE 0 END"
+
+    def _child(self, cut: str, key: str) -> str:
+        """The join that finds a piece's child of a hierarchical cut (its ancestor one level below the node)."""
+        return (f"LEFT JOIN hanc a ON {cut}.hier AND a.d = {cut}.dim AND a.code = {key} AND a.depth = {cut}.nd + 1"
+                if self.models.hier else "")
+
+    def sides(self, state: str, judged: str) -> str:
+        """Per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
+        before it (before, in side order)."""
+        key = self._of_dim("j.dim", "s.k{d}")
+        # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps;
+        # `good` is judged before the window, which would otherwise hold the table's q and cq lists per side)
+        model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {self._ordered()})"
+                 if self.sensitive else "")
+        return self.sql(f"""
+            WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
+                             FROM state s JOIN judged j ON s.part = j.part AND j.valid AND j.checked
+                             {self._child('j', key)}
+                             GROUP BY j.part, j.dim, {self._group(key)}, s.s),
+            hists AS (SELECT part, dim, g, sum(cnt) AS rows, list({{'r': s, 'n': cnt}} ORDER BY s) AS hist
+                      FROM counted GROUP BY part, dim, g)
+            SELECT part, dim, g, rows, good, sum(rows) OVER (PARTITION BY part, dim ORDER BY g) - rows AS before
+            FROM (SELECT side.part, side.dim, side.g, side.rows, side.rows >= {self.k}{model} AS good
+                  FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''})""",
+                        state=state, judged=judged, **self.hierarchy_tables)
+
+    def checked_decisions(self, cands: str, judged: str, sides: str) -> str:
+        """Per partition the widest allowed cut (ties to the earliest QI), with the rows its failing sides
+        hold and its good sides' rows, and its candidate's ranges and widths."""
+        region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
+        return self.sql(f"""
+            WITH verdict AS (SELECT part, dim, bool_and(good) AS all_good, bool_or(good) AS any_good,
+                                    coalesce(sum(CASE WHEN NOT good THEN rows END), 0) AS failing,
+                                    sum(CASE WHEN good THEN rows END) AS good_rows
+                             FROM sides GROUP BY part, dim),
+            allowed AS (SELECT j.*, v.failing, v.good_rows,
+                               row_number() OVER (PARTITION BY j.part ORDER BY j.w DESC, j.dim) AS choice
+                        FROM judged j LEFT JOIN verdict v ON v.part = j.part AND v.dim = j.dim
+                        WHERE j.valid AND (NOT j.checked
+                                           OR coalesce(v.all_good OR (v.any_good AND v.failing <= j.budget), false)))
+            SELECT a.part, a.dim, a.split, a.nxt, a.cnt, a.cum, a.rows, a.hier, a.nd, a.budget, a.failing, a.good_rows,
+                   {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region}
+            FROM allowed a JOIN cands c ON c.part = a.part WHERE a.choice = 1""",
+                        cands=cands, judged=judged, sides=sides)
+
+    def cut(self, state: str, decided: str, sides: str) -> str:
+        """The next level's state: each piece of a decided partition on its side; a hierarchical side
+        named by the rows before it, a side that is not good suppressed (part -1); each side's budget."""
+        key = self._of_dim("d.dim", "s.k{d}")
+        go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
+        region_in, region_out = self._regions()
+        placed = f"""
+            joined AS (SELECT s.cell, s.off, s.n, s.part, s.s, {self._each('s.k{d}')}{region_in},
+                              d.dim, d.split, d.nxt, d.cnt, d.cum, d.rows, d.hier, d.budget AS parent_budget, d.failing,
+                              d.good_rows, {go_left} AS go_left, {key} AS v,
+                              {'a.lo' if self.models.hier else 'CAST(NULL AS BIGINT)'} AS hg
+                       FROM state s JOIN decided d ON s.part = d.part {self._child('d', key)}),
+            placed AS (SELECT j.*, x.before AS side_before, coalesce(NOT x.good, false) AS suppressed,
+                              CAST(coalesce(floor((j.parent_budget - j.failing) * x.rows / j.good_rows), 0) AS BIGINT) AS budget
+                       FROM joined j LEFT JOIN sides x
+                       ON x.part = j.part AND x.dim = j.dim AND x.g = CASE WHEN j.hier THEN j.hg WHEN j.v > j.split THEN 1 ELSE 0 END)"""
+        if self.mode == "strict":  # cells stay whole: each goes to one side
+            pieces = ("pieces AS (SELECT *, off AS new_off, n AS new_n, "
+                      "CASE WHEN suppressed THEN -1 WHEN hier THEN part + side_before "
+                      "WHEN side = 0 THEN part ELSE part + go_left END AS new_part "
+                      "FROM (SELECT *, CASE WHEN hier OR v <= split THEN 0 ELSE 1 END AS side FROM placed))")
+        else:  # a hierarchical cut moves whole cells; a numeric one shares the cells tied at its median
+            lefts, before = self._relaxed_sharing()
+            pieces = (f"shared AS (SELECT *, CASE WHEN hier THEN n ELSE {lefts} END AS lefts "
+                      f"FROM (SELECT *, {before} AS before FROM placed)), "
+                      "pieces AS (SELECT *, 0 AS side, off AS new_off, lefts AS new_n, "
+                      "CASE WHEN hier THEN part + side_before ELSE part END AS new_part FROM shared WHERE lefts > 0 "
+                      "UNION ALL "
+                      "SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)")
+        return self.sql(f"""
+            WITH {placed}, {pieces}
+            SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out}, s, budget
+            FROM pieces""", state=state, decided=decided, sides=sides, **self.hierarchy_tables)
+
+    # ---- made once per run ------------------------------------------------------------------------------
+    def tdist(self, cells: str) -> str:
+        """The sensitive distribution of the whole table: per rank its share (q), the running share (cq),
+        and the histogram (hist), in rank order.
+
+        No step sorts every value in one task (a window without PARTITION BY does on Spark): the running
+        count adds, to a value's running count within its block of 4,096 ranks (a window per block), the
+        rows of the blocks before it (a join of the few blocks' totals)."""
+        return self.sql("""
+            WITH hist AS (SELECT s, sum(n) AS n FROM cells GROUP BY s),
+            total AS (SELECT sum(n) AS rows FROM hist),
+            blocked AS (SELECT s, n, s // 4096 AS b, sum(n) OVER (PARTITION BY s // 4096 ORDER BY s) AS within FROM hist),
+            blocks AS (SELECT b, sum(n) AS n FROM blocked GROUP BY b),
+            earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM blocks a LEFT JOIN blocks e ON e.b < a.b GROUP BY a.b),
+            shares AS (SELECT x.s, x.n, CAST(x.n AS DOUBLE) / t.rows AS share,
+                              CAST(x.within + p.n AS DOUBLE) / t.rows AS running
+                       FROM blocked x JOIN earlier p ON p.b = x.b CROSS JOIN total t)
+            SELECT list_transform(list_sort(list({'r': s, 'x': share})), lambda e: e.x) AS q,
+                   list_transform(list_sort(list({'r': s, 'x': running})), lambda e: e.x) AS cq,
+                   list_sort(list({'r': s, 'n': n})) AS hist
+            FROM shares""", cells=cells)
+
+    def whole_table(self, tdist: str) -> str:
+        """[1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
+        diversity = {"distinct": "anon_distinct_l(hist)", "entropy": "round(anon_entropy_l(hist), 3)",
+                     "recursive": f"anon_recursive_l(hist, {float(self.models.c)!r})"}[self.models.l_kind]
+        holds = f"anon_model_holds(hist, {self.models.model}, q, cq, {str(self.models.ordered).lower()})"
+        return self.sql(f"SELECT [CASE WHEN {holds} THEN 1.0 WHEN NOT {holds} THEN 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist",
+                        tdist=tdist)
+
+    def missing_leaf(self, cells: str) -> str:
+        """Per QI whose hierarchy lacks a value of the column: its position and one such value as text (NULL
+        only when NULL is the one lacking); no row when every value is a leaf. An aggregate, not a LIMIT,
+        which Spark would run in one task."""
+        lacking = " UNION ALL ".join(f"SELECT {d} AS d, CAST(v{d} AS VARCHAR) AS v FROM cells WHERE k{d} IS NULL"
+                                     for d in self.models.hier)
+        return self.sql(f"SELECT d, min(v) AS v FROM ({lacking}) GROUP BY d", cells=cells)

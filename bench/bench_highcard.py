@@ -95,7 +95,7 @@ def _measured(con, spill, n, mode, k, engine, l):
         con.execute(f"CREATE TABLE rel AS SELECT * FROM mondrian('highcard', {qis}, {k}, '{mode}'"
                     f"{', sensitive := ?, l := ?' if l else ''})", list(model.values()))
     else:
-        levels.mondrian(con, "highcard", QIS, k, into="rel", mode=mode, **model)
+        mondrian.mondrian(con, "highcard", QIS, k, into="rel", mode=mode, **model)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     rows, classes, smallest = con.execute(

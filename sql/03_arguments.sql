@@ -23,9 +23,18 @@ CREATE OR REPLACE MACRO anon_shown(x) AS
 -- parser and fail there without naming the function, so it is refused here with the way to write it.
 CREATE OR REPLACE MACRO anon_qualified_name_re() AS '^([^".]+|"([^"]|"")*")([.]([^".]+|"([^"]|"")*"))*$';
 
+-- The reserved-name rule, in its one home: a name that starts with __anon_, in any case, is the package's
+-- own (its helper columns and relations are named so). A column name given as an argument must not be one:
+-- anon_name_ok, anon_columns_ok and anon_columns_present below refuse it, every other SQL check calls this
+-- macro, and Python runs it (duckdb_anon.sql_rules.private_duckdb('anon_reserved_name') or its connection).
+CREATE OR REPLACE MACRO anon_reserved_name(name) AS starts_with(lower(name::VARCHAR), '__anon_');
+
+-- what: 'a table name' (the default), 'a column name' (also refused when reserved), 'a file path', ...
 CREATE OR REPLACE MACRO anon_name_ok(fn, arg, x, what := 'a table name') AS
     anon_check(x IS NULL OR typeof(x) <> 'VARCHAR' OR x::VARCHAR = '', fn, arg,
                'must be ' || what || ', got ' || anon_shown(x))
+    AND anon_check(starts_with(what, 'a column name') AND typeof(x) = 'VARCHAR' AND anon_reserved_name(x), fn, arg,
+                   'is a reserved __anon_ name: ' || anon_shown(x))
     AND anon_check(starts_with(what, 'a table name') AND typeof(x) = 'VARCHAR'
                    AND NOT regexp_full_match(x::VARCHAR, anon_qualified_name_re()), fn, arg,
                    'is not a table name DuckDB can read: ' || anon_shown(x) || '; a name holding a double quote is written in'
@@ -36,7 +45,7 @@ CREATE OR REPLACE MACRO anon_columns_ok(fn, arg, x) AS
     anon_check(x IS NULL OR typeof(x) NOT IN ('VARCHAR[]', '"NULL"[]'), fn, arg,
                'must be a list of column names, e.g. [''age'', ''zip''], got ' || anon_shown(x))
     AND anon_check(len(try_cast(x AS VARCHAR[])) = 0, fn, arg, 'must name at least one column')
-    AND anon_check(list_bool_or(list_transform(try_cast(x AS VARCHAR[]), lambda c: c IS NULL OR starts_with(lower(c), '__anon_'))),
+    AND anon_check(list_bool_or(list_transform(try_cast(x AS VARCHAR[]), lambda c: c IS NULL OR anon_reserved_name(c))),
                    fn, arg, 'holds NULL or a reserved __anon_ name')
     AND anon_check(len(list_distinct(list_transform(try_cast(x AS VARCHAR[]), lambda c: lower(c)))) < len(try_cast(x AS VARCHAR[])),
                    fn, arg, 'lists a column twice');
@@ -113,7 +122,11 @@ FROM query(anon_read_sql(table_name, columns, fn := fn, arg := arg));
 -- true, or the error of anon_require_columns below, given `have`: the table's columns (lower-cased) -> types.
 CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have, typed := [], type_pattern := '',
                                              type_text := '') AS
-    anon_check(len(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c)))) > 0, fn, arg,
+    anon_check(list_bool_or(list_transform(anon_names(columns), lambda c: anon_reserved_name(c))), fn, arg,
+               'names a reserved __anon_ column: '
+               || array_to_string(list_transform(list_filter(anon_names(columns), lambda c: anon_reserved_name(c)),
+                                                 lambda c: '''' || c || ''''), ', '))
+    AND anon_check(len(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c)))) > 0, fn, arg,
                '(table ' || anon_shown(table_name) || ') lacks the column(s) '
                || array_to_string(list_transform(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c))),
                                                  lambda c: '''' || c || ''''), ', ')
@@ -126,8 +139,8 @@ CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have,
                                                      lambda c: '''' || c || ''' is ' || have[lower(c)]), ', ')
                    || ', not ' || type_text);
 
--- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
--- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
+-- One row (ok := true), or an error naming fn and arg when one of `columns` is a reserved name, when
+-- table_name lacks one of them, or when one of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
 -- match; `type_text` says what was expected. The table name is checked too, as argument `table_arg`
 -- (default: arg).
 CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed := [], type_pattern := '',

@@ -105,6 +105,13 @@ CREATE OR REPLACE MACRO anon_choice_ok(fn, arg, x, choices) AS
 CREATE OR REPLACE MACRO anon_names(names, extra := NULL) AS
     list_filter(list_concat(try_cast(names AS VARCHAR[]), [try_cast(extra AS VARCHAR)]), lambda c: c IS NOT NULL);
 
+-- The names of the list argument `names` and of the single column argument `name`, as anon_names gives
+-- them, each checked first (anon_columns_ok, anon_name_ok): a reserved or wrong name is then reported under
+-- its own argument, never by a check over the combined list (anon_require_columns) that would race it.
+CREATE OR REPLACE MACRO anon_checked_names(fn, names_arg, names, name_arg, name) AS
+    anon_names(anon_after(anon_columns_ok(fn, names_arg, names), names),
+               anon_after(anon_name_ok(fn, name_arg, name, 'a column name'), name));
+
 -- Every column of table_name, then each of `columns` that it lacks, as NULL (UNION BY NAME matches names
 -- case-insensitively), as SQL text built from escaped literals and quoted identifiers only. Given fn (and
 -- arg), a table name DuckDB cannot read is an error naming them.

@@ -66,17 +66,13 @@ CREATE OR REPLACE MACRO anon_number_ok(fn, arg, x, lo := NULL, hi := NULL, above
                || CASE WHEN hi IS NULL THEN '' ELSE ' and <= ' || hi::VARCHAR END
                || CASE WHEN nullable THEN ' (or NULL)' ELSE '' END || ', got ' || anon_shown(x));
 
--- The documented upper bounds of the arguments that size work (docs/install.md, "Bounds"), one home for
--- SQL and Python (the Python entries read them here). Each was measured on 2 cores: the bound is where a
--- realistic table stops finishing in reasonable time, or where arithmetic on the argument would overflow.
---   k             1e9: beyond any table's rows; 2 * k must fit a BIGINT (k > rows is refused at run time)
---   km_m          4: km_anonymize on 10,000 people (165k ratings): m 3 1.6 s, m 4 22 s, m 5 over 100 s
---   km_check_m    3: km_check counts itemsets of up to three items
---   iterations    1e5: random_walk on 10,000 rows: 1e4 iterations 9.6 s, 1e5 134 s
---   segment_size  1000: localities on 10,000 rows: 1,000 1.4 s (745k constraints); work grows as rows * size
---   synthetic_users / synthetic_ratings_per_user / synthetic_rows: synthetic_ratings made 43M rows in 91 s;
---                 users * ratings_per_user (the expected rows) at most 5e7
---   noise         1e6: synthetic_aux's value_noise and days_noise (2 * noise + 1 must fit the date range)
+-- The documented upper bounds of the arguments that size work, one home for SQL and Python (the Python
+-- entries read them here). A bound is where a realistic table stops finishing in reasonable time, or where
+-- arithmetic on the argument would overflow; the measurements behind each are in docs/install.md, "Bounds".
+--   k             2 * k must fit a BIGINT (k > rows is refused at run time)
+--   km_check_m    km_check counts itemsets of up to three items
+--   synthetic_rows  users * ratings_per_user (the expected rows)
+--   noise         synthetic_aux's value_noise and days_noise (2 * noise + 1 must fit the date range)
 CREATE OR REPLACE MACRO anon_limit(name) AS
     CASE name WHEN 'k' THEN 1000000000 WHEN 'km_m' THEN 4 WHEN 'km_check_m' THEN 3 WHEN 'iterations' THEN 100000
               WHEN 'segment_size' THEN 1000 WHEN 'synthetic_users' THEN 10000000

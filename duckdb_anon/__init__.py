@@ -1,9 +1,14 @@
 """duckdb-anon: k-anonymity and friends, computed inside DuckDB from SQL.
 
-Everything that runs in the database is a SQL macro in the package's ``sql/*.sql`` files; this package
-only installs them (:func:`install`) and offers conveniences around them (:func:`connect`, the CLI, the
-shipped Adult data). Once installed into a database file, the macros work from any DuckDB connection that
-opens the file, with or without this package.
+What runs in the database is SQL macros, written by :func:`install` (or :func:`connect`) from two sources:
+the package's ``sql/*.sql`` files (read only through ``sql_rules``), and the macros generated in Python
+from plans: the DP aggregates (``dp/plan.py``) and both recursions of ``mondrian()``, plain and checked
+(``mondrian/plan.py``, ``mondrian/checked.py``), rendered by sqlglot; the same plans run on Spark.
+Once installed into a database file, the macros work from any DuckDB connection that opens the file,
+with or without this package, except those whose kernel is a Python function registered on the
+connection (``random_walk()``'s walk, the DP noise, ``km_anonymity()``): those are called from Python.
+Around them the package offers the publishers (``publish_*``), the level driver, the CLI and the shipped
+example data.
 """
 # Each public name and the module that defines it, imported when the name is first read (PEP 562), so that
 # importing the package, as the command line does, costs nothing until a function is used.

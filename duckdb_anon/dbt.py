@@ -14,8 +14,8 @@ In ``profiles.yml``::
 dbt-duckdb imports this module and calls :meth:`Plugin.configure_connection` whenever it opens its DuckDB
 connection, before any SQL runs on it: once per dbt command in practice, and again if it closed the
 connection in between (with a database file it may, when no node holds a handle). Each time,
-:func:`duckdb_anon.install` runs in full. That is safe and cheap (every statement is ``CREATE OR REPLACE``,
-about 0.1 s), and it is needed: the macros persist in the database file, but ``random_walk()``'s numpy
+:func:`duckdb_anon.install` runs in full. That is safe and cheap (every statement is ``CREATE OR REPLACE``;
+its cost is in docs/performance.md), and it is needed: the macros persist in the database file, but ``random_walk()``'s numpy
 kernel is a Python UDF that lives only as long as the connection. dbt runs its SQL through cursors of that
 connection; cursors see the persistent macros (TEMP macros would be invisible to them) and its UDFs.
 

@@ -1,4 +1,5 @@
-"""Errors that say where: recognizing a full disk, and the documented bounds on work-sizing arguments.
+"""Errors that say where: recognizing a full disk, the documented bounds on work-sizing arguments, and
+reserved column names.
 
 A full disk reaches Python in several shapes: DuckDB's IOException ("No space left on device", or
 "could not write all bytes" when a write came up short), or an OSError with errno 28 (ENOSPC) from our
@@ -7,7 +8,8 @@ publishing core) reports it the same way: naming the operation and the path, aft
 begun to write.
 
 The bounds live in SQL (``anon_limit`` in sql/03_arguments.sql), one home for the macros and the Python
-entries; ``check_at_most`` reads them for the latter.
+entries; ``check_at_most`` reads them for the latter. So does the reserved-name rule (``anon_reserved_name``,
+sql/03_arguments.sql): ``check_not_reserved`` runs that macro, for Python entries that take column names.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import errno
 from collections.abc import Callable, Iterator
 
 import duckdb
+
+from duckdb_anon import sql_rules
 
 _DISK_FULL_TEXT = ("no space left on device", "disk full", "could not write all bytes", "not enough space")
 
@@ -68,3 +72,18 @@ def check_at_most(con: duckdb.DuckDBPyConnection, fn: str, arg: str, value: int,
     if value > limit:
         raise ValueError(f"{fn}(): argument '{arg}' must be at most {limit} (a bound on the work it sizes), got {value!r}")
     return value
+
+
+def check_not_reserved(fn: str, arg: str, names) -> None:
+    """A ValueError naming fn and arg when one of the column names `names` is reserved, as the SQL rule
+    anon_reserved_name decides (run on a private DuckDB holding it: no installed database is needed)."""
+    names = [n for n in ([names] if isinstance(names, str) else list(names or [])) if isinstance(n, str)]
+    if not names:
+        return
+    cursor = sql_rules.private_duckdb("anon_reserved_name")
+    try:
+        reserved = cursor.execute("SELECT list_filter(?::VARCHAR[], lambda n: anon_reserved_name(n))", [names]).fetchall()[0][0]
+    finally:
+        cursor.close()
+    if reserved:
+        raise ValueError(f"{fn}(): argument '{arg}' holds a reserved __anon_ name: {reserved[0]!r}")

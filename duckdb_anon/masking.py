@@ -64,7 +64,7 @@ def fake_pools(locale: str) -> dict[str, list[str]]:
 
 def load_fake_values(con: duckdb.DuckDBPyConnection, locales=LOCALES, *, replace: bool = False) -> list[str]:
     """Store the fake value pools of `locales` in ``anon_fake_values`` (once: a locale already there is kept
-    unless `replace`); returns the locales written. Takes about 0.1 s per locale."""
+    unless `replace`); returns the locales written."""
     if isinstance(locales, str) or not all(isinstance(loc, str) and loc for loc in locales):
         raise MaskingError("load_fake_values(): argument 'locales' must be a list of Faker locale names, e.g. ['en_US']")
     present = {row[0] for row in con.execute("SELECT DISTINCT pool_locale FROM anon_fake_values").fetchall()}

@@ -11,6 +11,7 @@ strings and resolve them with ``query_table``), never as SQL text.
 from __future__ import annotations
 
 import html
+import importlib
 import io
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -61,7 +62,7 @@ class Measures:
 def require_matplotlib() -> None:
     """Fail early, before any work, when the optional plotting dependency is absent."""
     try:
-        import matplotlib  # noqa: F401
+        importlib.import_module("matplotlib")  # imported, not just found: a broken install fails here too
     except ImportError:
         raise MissingExtra(f"needs matplotlib to draw its plots; install it with: {INSTALL_HINT}") from None
 

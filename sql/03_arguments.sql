@@ -23,9 +23,18 @@ CREATE OR REPLACE MACRO anon_shown(x) AS
 -- parser and fail there without naming the function, so it is refused here with the way to write it.
 CREATE OR REPLACE MACRO anon_qualified_name_re() AS '^([^".]+|"([^"]|"")*")([.]([^".]+|"([^"]|"")*"))*$';
 
+-- The reserved-name rule, in its one home: a name that starts with __anon_, in any case, is the package's
+-- own (its helper columns and relations are named so). A column name given as an argument must not be one:
+-- anon_name_ok, anon_columns_ok and anon_columns_present below refuse it, every other SQL check calls this
+-- macro, and Python runs it (duckdb_anon.sql_rules.private_duckdb('anon_reserved_name') or its connection).
+CREATE OR REPLACE MACRO anon_reserved_name(name) AS starts_with(lower(name::VARCHAR), '__anon_');
+
+-- what: 'a table name' (the default), 'a column name' (also refused when reserved), 'a file path', ...
 CREATE OR REPLACE MACRO anon_name_ok(fn, arg, x, what := 'a table name') AS
     anon_check(x IS NULL OR typeof(x) <> 'VARCHAR' OR x::VARCHAR = '', fn, arg,
                'must be ' || what || ', got ' || anon_shown(x))
+    AND anon_check(starts_with(what, 'a column name') AND typeof(x) = 'VARCHAR' AND anon_reserved_name(x), fn, arg,
+                   'is a reserved __anon_ name: ' || anon_shown(x))
     AND anon_check(starts_with(what, 'a table name') AND typeof(x) = 'VARCHAR'
                    AND NOT regexp_full_match(x::VARCHAR, anon_qualified_name_re()), fn, arg,
                    'is not a table name DuckDB can read: ' || anon_shown(x) || '; a name holding a double quote is written in'
@@ -36,7 +45,7 @@ CREATE OR REPLACE MACRO anon_columns_ok(fn, arg, x) AS
     anon_check(x IS NULL OR typeof(x) NOT IN ('VARCHAR[]', '"NULL"[]'), fn, arg,
                'must be a list of column names, e.g. [''age'', ''zip''], got ' || anon_shown(x))
     AND anon_check(len(try_cast(x AS VARCHAR[])) = 0, fn, arg, 'must name at least one column')
-    AND anon_check(list_bool_or(list_transform(try_cast(x AS VARCHAR[]), lambda c: c IS NULL OR starts_with(lower(c), '__anon_'))),
+    AND anon_check(list_bool_or(list_transform(try_cast(x AS VARCHAR[]), lambda c: c IS NULL OR anon_reserved_name(c))),
                    fn, arg, 'holds NULL or a reserved __anon_ name')
     AND anon_check(len(list_distinct(list_transform(try_cast(x AS VARCHAR[]), lambda c: lower(c)))) < len(try_cast(x AS VARCHAR[])),
                    fn, arg, 'lists a column twice');
@@ -57,17 +66,13 @@ CREATE OR REPLACE MACRO anon_number_ok(fn, arg, x, lo := NULL, hi := NULL, above
                || CASE WHEN hi IS NULL THEN '' ELSE ' and <= ' || hi::VARCHAR END
                || CASE WHEN nullable THEN ' (or NULL)' ELSE '' END || ', got ' || anon_shown(x));
 
--- The documented upper bounds of the arguments that size work (docs/install.md, "Bounds"), one home for
--- SQL and Python (the Python entries read them here). Each was measured on 2 cores: the bound is where a
--- realistic table stops finishing in reasonable time, or where arithmetic on the argument would overflow.
---   k             1e9: beyond any table's rows; 2 * k must fit a BIGINT (k > rows is refused at run time)
---   km_m          4: km_anonymize on 10,000 people (165k ratings): m 3 1.6 s, m 4 22 s, m 5 over 100 s
---   km_check_m    3: km_check counts itemsets of up to three items
---   iterations    1e5: random_walk on 10,000 rows: 1e4 iterations 9.6 s, 1e5 134 s
---   segment_size  1000: localities on 10,000 rows: 1,000 1.4 s (745k constraints); work grows as rows * size
---   synthetic_users / synthetic_ratings_per_user / synthetic_rows: synthetic_ratings made 43M rows in 91 s;
---                 users * ratings_per_user (the expected rows) at most 5e7
---   noise         1e6: synthetic_aux's value_noise and days_noise (2 * noise + 1 must fit the date range)
+-- The documented upper bounds of the arguments that size work, one home for SQL and Python (the Python
+-- entries read them here). A bound is where a realistic table stops finishing in reasonable time, or where
+-- arithmetic on the argument would overflow; the measurements behind each are in docs/install.md, "Bounds".
+--   k             2 * k must fit a BIGINT (k > rows is refused at run time)
+--   km_check_m    km_check counts itemsets of up to three items
+--   synthetic_rows  users * ratings_per_user (the expected rows)
+--   noise         synthetic_aux's value_noise and days_noise (2 * noise + 1 must fit the date range)
 CREATE OR REPLACE MACRO anon_limit(name) AS
     CASE name WHEN 'k' THEN 1000000000 WHEN 'km_m' THEN 4 WHEN 'km_check_m' THEN 3 WHEN 'iterations' THEN 100000
               WHEN 'segment_size' THEN 1000 WHEN 'synthetic_users' THEN 10000000
@@ -96,6 +101,13 @@ CREATE OR REPLACE MACRO anon_choice_ok(fn, arg, x, choices) AS
 CREATE OR REPLACE MACRO anon_names(names, extra := NULL) AS
     list_filter(list_concat(try_cast(names AS VARCHAR[]), [try_cast(extra AS VARCHAR)]), lambda c: c IS NOT NULL);
 
+-- The names of the list argument `names` and of the single column argument `name`, as anon_names gives
+-- them, each checked first (anon_columns_ok, anon_name_ok): a reserved or wrong name is then reported under
+-- its own argument, never by a check over the combined list (anon_require_columns) that would race it.
+CREATE OR REPLACE MACRO anon_checked_names(fn, names_arg, names, name_arg, name) AS
+    anon_names(anon_after(anon_columns_ok(fn, names_arg, names), names),
+               anon_after(anon_name_ok(fn, name_arg, name, 'a column name'), name));
+
 -- Every column of table_name, then each of `columns` that it lacks, as NULL (UNION BY NAME matches names
 -- case-insensitively), as SQL text built from escaped literals and quoted identifiers only. Given fn (and
 -- arg), a table name DuckDB cannot read is an error naming them.
@@ -113,7 +125,11 @@ FROM query(anon_read_sql(table_name, columns, fn := fn, arg := arg));
 -- true, or the error of anon_require_columns below, given `have`: the table's columns (lower-cased) -> types.
 CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have, typed := [], type_pattern := '',
                                              type_text := '') AS
-    anon_check(len(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c)))) > 0, fn, arg,
+    anon_check(list_bool_or(list_transform(anon_names(columns), lambda c: anon_reserved_name(c))), fn, arg,
+               'names a reserved __anon_ column: '
+               || array_to_string(list_transform(list_filter(anon_names(columns), lambda c: anon_reserved_name(c)),
+                                                 lambda c: '''' || c || ''''), ', '))
+    AND anon_check(len(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c)))) > 0, fn, arg,
                '(table ' || anon_shown(table_name) || ') lacks the column(s) '
                || array_to_string(list_transform(list_filter(anon_names(columns), lambda c: NOT list_contains(map_keys(have), lower(c))),
                                                  lambda c: '''' || c || ''''), ', ')
@@ -126,8 +142,8 @@ CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have,
                                                      lambda c: '''' || c || ''' is ' || have[lower(c)]), ', ')
                    || ', not ' || type_text);
 
--- One row (ok := true), or an error naming fn and arg when table_name lacks one of `columns`, or when one
--- of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
+-- One row (ok := true), or an error naming fn and arg when one of `columns` is a reserved name, when
+-- table_name lacks one of them, or when one of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
 -- match; `type_text` says what was expected. The table name is checked too, as argument `table_arg`
 -- (default: arg).
 CREATE OR REPLACE MACRO anon_require_columns(fn, arg, table_name, columns, typed := [], type_pattern := '',

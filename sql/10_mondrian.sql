@@ -25,9 +25,6 @@
 CREATE OR REPLACE MACRO anon_is_generalizable(x) AS
     anon_is_numeric(x) OR regexp_matches(typeof(x), '^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$');
 
--- A width as a share of the table's range (0 when the QI is constant).
-CREATE OR REPLACE MACRO anon_share(width, whole) AS CASE WHEN whole > 0 THEN width / whole ELSE 0.0 END;
-
 -- Is column `c` one of the QIs? Names match as DuckDB matches them, whatever their case.
 CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, lambda q: lower(q)), lower(c));
 

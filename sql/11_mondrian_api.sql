@@ -20,7 +20,7 @@ CREATE OR REPLACE MACRO anon_model_literal(fn, qis, mode, sensitive, l, l_kind, 
               THEN error(fn || '(): argument ''sensitive'' must be a column name')
          WHEN sensitive IS NOT NULL AND list_contains(list_transform(qis, lambda q: lower(q)), lower(sensitive))
               THEN error(fn || '(): argument ''sensitive'' names ''' || sensitive || ''', which is also a QI')
-         WHEN sensitive IS NOT NULL AND starts_with(sensitive, '__anon_')
+         WHEN sensitive IS NOT NULL AND anon_reserved_name(sensitive)
               THEN error(fn || '(): argument ''sensitive'' is a reserved __anon_ name')
          WHEN sensitive IS NULL AND l IS NOT NULL THEN error(fn || '(): argument ''l'' needs a sensitive column (sensitive := ...)')
          WHEN sensitive IS NULL AND t IS NOT NULL THEN error(fn || '(): argument ''t'' needs a sensitive column (sensitive := ...)')
@@ -94,7 +94,7 @@ CREATE OR REPLACE MACRO anon_mondrian_call(fn, target, table_name, qis, k, mode,
                  THEN error(fn || '(): argument ''qis'' must be a list of column names (text), got ' || qis::VARCHAR)
             WHEN len(list_distinct(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(qis AS VARCHAR[]))
                  THEN error(fn || '(): argument ''qis'' lists a column twice')
-            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR anon_reserved_name(q)))
                  THEN error(fn || '(): argument ''qis'' holds NULL or a reserved __anon_ name')
             WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: list_contains(anon_mondrian_internal_columns(), lower(q))))
                  THEN error(fn || '(): argument ''qis'': column '''
@@ -135,7 +135,7 @@ CREATE OR REPLACE MACRO anon_keep_list(fn, qis, keep) AS
     CASE WHEN keep IS NULL THEN NULL
          WHEN typeof(keep) NOT IN ('VARCHAR[]', '"NULL"[]')
               THEN error(fn || '(): argument ''keep'' must be a list of column names, e.g. [''diagnosis''], got ' || keep::VARCHAR)
-         WHEN list_bool_or(list_transform(try_cast(keep AS VARCHAR[]), lambda c: c IS NULL OR starts_with(lower(c), '__anon_')))
+         WHEN list_bool_or(list_transform(try_cast(keep AS VARCHAR[]), lambda c: c IS NULL OR anon_reserved_name(c)))
               THEN error(fn || '(): argument ''keep'' holds NULL or a reserved __anon_ name')
          WHEN len(list_distinct(list_transform(try_cast(keep AS VARCHAR[]), lambda c: lower(c)))) < len(try_cast(keep AS VARCHAR[]))
               THEN error(fn || '(): argument ''keep'' lists a column twice')

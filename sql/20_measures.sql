@@ -58,8 +58,8 @@ args AS (  -- bound first: see equivalence_classes
                                   AND anon_choice_ok('ncp', 'categorical_order', categorical_order, ['appearance', 'value']))),
 checks AS (
     SELECT r.ok AND o.ok AS ok
-    FROM anon_require_columns('ncp', 'release_table', release_table, anon_names(qis, id_column)) r,
-         anon_require_columns('ncp', 'original_table', original_table, anon_names(qis, id_column)) o),
+    FROM anon_require_columns('ncp', 'release_table', release_table, anon_checked_names('ncp', 'qis', qis, 'id_column', id_column)) r,
+         anon_require_columns('ncp', 'original_table', original_table, anon_checked_names('ncp', 'qis', qis, 'id_column', id_column)) o),
 cells AS (SELECT * FROM anon_cells(original_table, qis, categorical_order, fn := 'ncp',
                                    hierarchy_sql := anon_hierarchy_sql('ncp', hierarchies, qis))),
 hier AS (  -- anon_cells above has validated the hierarchies
@@ -121,10 +121,12 @@ args AS (  -- bound first: see equivalence_classes
                                   AND anon_number_ok('distortion', 'guard', guard, lo := 0, above := true, nullable := true))),
 checks AS (  -- original values must be numbers; released ones numbers or typed Mondrian bounds (a STRUCT with a mean)
     SELECT r.ok AND o.ok AS ok
-    FROM anon_require_columns('distortion', 'release_table', release_table, anon_names(columns, id_column), typed := anon_names(columns),
+    FROM anon_require_columns('distortion', 'release_table', release_table,
+                              anon_checked_names('distortion', 'columns', columns, 'id_column', id_column), typed := anon_names(columns),
                               type_pattern := anon_number_types() || '|^STRUCT\(.*\bmean\b.*\)$',
                               type_text := 'a number or a typed Mondrian STRUCT(lo, hi, mean)') r,
-         anon_require_columns('distortion', 'original_table', original_table, anon_names(columns, id_column), typed := anon_names(columns),
+         anon_require_columns('distortion', 'original_table', original_table,
+                              anon_checked_names('distortion', 'columns', columns, 'id_column', id_column), typed := anon_names(columns),
                               type_pattern := anon_number_types(), type_text := 'a number') o),
 released AS (  -- long form: one JSON value per (row, column), so numbers and structs read alike
     SELECT __anon_id, unnest(columns) AS column_name, unnest([*COLUMNS(columns)]) AS j

@@ -18,7 +18,7 @@
 CREATE OR REPLACE MACRO anon_name_arg(fn, arg, name, what) AS
     CASE WHEN name IS NULL OR typeof(name) <> 'VARCHAR'
               THEN error(fn || '(): argument ''' || arg || ''' must be a ' || what || ' name, got ' || coalesce(name::VARCHAR, 'NULL'))
-         WHEN starts_with(lower(name::VARCHAR), '__anon_')
+         WHEN anon_reserved_name(name)
               THEN error(fn || '(): argument ''' || arg || ''' is a reserved __anon_ name')
          WHEN what = 'table' THEN anon_after(anon_name_ok(fn, arg, name), name::VARCHAR)
          ELSE name::VARCHAR END;
@@ -40,14 +40,21 @@ SELECT __anon_row,
        coalesce(*COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(coalesce(group_by::VARCHAR, '__anon_none'))))::VARCHAR AS grp
 FROM (SELECT row_number() OVER () AS __anon_row, NULL AS __anon_none, * FROM query_table(table_name));
 
--- One row (ok := true), or an error naming fn and the argument: the table lacks the column or the group
--- column, or the column is not numeric.
+-- One row (ok := true), or an error naming fn and the argument: the table has a column of a reserved name
+-- (the macros number and pick columns under such names), lacks the column or the group column, or the
+-- column is not numeric.
 CREATE OR REPLACE MACRO anon_column_checks(fn, table_name, col, group_by) AS TABLE
-WITH have AS (SELECT list(lower(column_name)) AS names FROM (DESCRIBE FROM query_table(table_name)))
-SELECT CASE WHEN NOT list_contains(h.names, lower(col::VARCHAR))
+WITH have AS (SELECT list(column_name) AS given, list(lower(column_name)) AS names FROM (DESCRIBE FROM query_table(table_name)))
+SELECT CASE WHEN list_bool_or(list_transform(h.given, lambda n: anon_reserved_name(n)))
+                 THEN anon_check(true, fn, 'table_name', '''' || table_name || ''' has a column of a reserved __anon_ name ('
+                                 || array_to_string(list_filter(h.given, lambda n: anon_reserved_name(n)), ', ')
+                                 || '): read it through a view that renames it')
+            WHEN typeof(group_by) = 'VARCHAR' AND anon_reserved_name(group_by)
+                 THEN anon_check(true, fn, 'group_by', 'is a reserved __anon_ name: ' || anon_shown(group_by))
+            WHEN NOT list_contains(h.names, lower(col::VARCHAR))
                  THEN anon_check(true, fn, 'column_name', 'names no column of ''' || table_name || ''' (its columns: '
                                  || array_to_string(h.names, ', ') || ')')
-            WHEN group_by IS NOT NULL AND (typeof(group_by) <> 'VARCHAR' OR starts_with(lower(group_by::VARCHAR), '__anon_') OR NOT list_contains(h.names, lower(group_by::VARCHAR)))
+            WHEN group_by IS NOT NULL AND (typeof(group_by) <> 'VARCHAR' OR NOT list_contains(h.names, lower(group_by::VARCHAR)))
                  THEN anon_check(true, fn, 'group_by', 'must be NULL or a column of ''' || table_name || '''')
             ELSE anon_check((SELECT NOT anon_is_numeric(any_value(value)) OR anon_is_temporal(any_value(value))
                              FROM anon_column_of(table_name, col, NULL)),

@@ -107,7 +107,9 @@ SELECT NULL AS __anon_walk_row FROM first_checks WHERE NOT ok;
 
 -- The column is picked with COLUMNS(lambda ...) beside a sentinel column, so that a missing column is
 -- reported by the checks rather than failing to bind; the empty first branch restores the source's
--- column order (UNION ALL BY NAME keeps the first branch's order).
+-- column order (UNION ALL BY NAME keeps the first branch's order). Columns of a reserved name are the
+-- macros' own (row numbers, the sentinel, the walked values): a source holding one is refused by
+-- anon_column_checks, so none of the user's is left out.
 CREATE OR REPLACE MACRO random_walk(table_name, column_name, locality_table, iterations := 1000, seed := 0,
                                     lower := NULL, upper := NULL, method := 'hit_and_run', segment_size := NULL,
                                     group_by := NULL, bounds := 'radius', radius := 0.5) AS TABLE
@@ -115,7 +117,7 @@ SELECT * EXCLUDE (__anon_none) FROM (
     (SELECT nullif(NULL, COLUMNS(*)), NULL AS __anon_none
      FROM query_table(anon_after(anon_needs_python('random_walk'), anon_source_arg('random_walk', table_name, column_name))) LIMIT 0)
     UNION ALL BY NAME
-    (SELECT COLUMNS(lambda c: lower(c) <> lower(column_name::VARCHAR) AND NOT starts_with(c, '__anon_')),
+    (SELECT COLUMNS(lambda c: lower(c) <> lower(column_name::VARCHAR) AND NOT anon_reserved_name(c)),
             CASE WHEN COLUMNS(lambda c: c = '__anon_none' OR lower(c) = lower(column_name::VARCHAR)) IS NULL THEN NULL
                  ELSE w.__anon_walked END
      FROM (SELECT NULL AS __anon_none, * FROM anon_numbered(anon_source_arg('random_walk', table_name, column_name))) r

@@ -260,8 +260,10 @@ args AS (  -- bound first: a wrong argument fails before anything else
                                                  'linkage_nearest', 'id_column', 'must not be one of the QIs'))),
 checks AS (
     SELECT r.ok AND a.ok AS ok
-    FROM anon_require_columns('linkage_nearest', 'release_table', release_table, anon_names(qis, id_column)) r,
-         anon_require_columns('linkage_nearest', 'aux_table', aux_table, anon_names(qis, id_column)) a),
+    FROM anon_require_columns('linkage_nearest', 'release_table', release_table,
+                              anon_checked_names('linkage_nearest', 'qis', qis, 'id_column', id_column)) r,
+         anon_require_columns('linkage_nearest', 'aux_table', aux_table,
+                              anon_checked_names('linkage_nearest', 'qis', qis, 'id_column', id_column)) a),
 aux AS MATERIALIZED (  -- every argument below is coerced (anon_names, ::VARCHAR), so it binds before args fails
     SELECT * FROM anon_aux_long(anon_after(anon_name_ok('linkage_nearest', 'aux_table', aux_table), aux_table::VARCHAR),
                                 list_transform(anon_names(qis), lambda q: lower(q)), lower(id_column::VARCHAR))),

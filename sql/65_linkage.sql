@@ -112,7 +112,7 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
     || CASE WHEN NOT typeof(qis) LIKE '%[]' OR try_cast(qis AS VARCHAR[]) IS NULL
                  THEN error('linkage_classes(): argument ''qis'' must be a list of column names, e.g. [''age'', ''zip'']')
             WHEN len(try_cast(qis AS VARCHAR[])) = 0 THEN error('linkage_classes(): argument ''qis'' must name at least one column')
-            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR starts_with(q, '__anon_')))
+            WHEN list_bool_or(list_transform(try_cast(qis AS VARCHAR[]), lambda q: q IS NULL OR anon_reserved_name(q)))
                  THEN error('linkage_classes(): argument ''qis'' holds NULL or a reserved __anon_ name')
             WHEN len(list_distinct(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(qis AS VARCHAR[]))
                  THEN error('linkage_classes(): argument ''qis'' lists a column twice')
@@ -120,6 +120,8 @@ CREATE OR REPLACE MACRO anon_linkage_call(release_table, aux_table, qis, id_colu
     || CASE WHEN id_column IS NULL THEN 'NULL'
             WHEN typeof(id_column) <> 'VARCHAR'
                  THEN error('linkage_classes(): argument ''id_column'' must be a column name or NULL, got ' || anon_shown(id_column))
+            WHEN anon_reserved_name(id_column)
+                 THEN error('linkage_classes(): argument ''id_column'' is a reserved __anon_ name: ' || anon_shown(id_column))
             WHEN list_contains(list_transform(try_cast(qis AS VARCHAR[]), lambda q: lower(q)), lower(id_column::VARCHAR))
                  THEN error('linkage_classes(): argument ''id_column'' must not be one of the QIs')
             ELSE anon_sql_literal(lower(id_column::VARCHAR)) END || ', '

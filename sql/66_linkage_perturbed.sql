@@ -15,7 +15,7 @@ CREATE OR REPLACE MACRO anon_columns_arg(fn, arg, columns, id_column) AS
     CASE WHEN NOT typeof(columns) LIKE '%[]' OR try_cast(columns AS VARCHAR[]) IS NULL
               THEN error(fn || '(): argument ''' || arg || ''' must be a list of column names, e.g. [''age'', ''income'']')
          WHEN len(try_cast(columns AS VARCHAR[])) = 0 THEN error(fn || '(): argument ''' || arg || ''' must name at least one column')
-         WHEN list_bool_or(list_transform(try_cast(columns AS VARCHAR[]), lambda q: q IS NULL OR starts_with(lower(q), '__anon_')))
+         WHEN list_bool_or(list_transform(try_cast(columns AS VARCHAR[]), lambda q: q IS NULL OR anon_reserved_name(q)))
               THEN error(fn || '(): argument ''' || arg || ''' holds NULL or a reserved __anon_ name')
          WHEN len(list_distinct(list_transform(try_cast(columns AS VARCHAR[]), lambda q: lower(q)))) < len(try_cast(columns AS VARCHAR[]))
               THEN error(fn || '(): argument ''' || arg || ''' lists a column twice')

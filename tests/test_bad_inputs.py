@@ -313,6 +313,115 @@ def test_every_error_names_the_function_and_the_argument(fresh):
     assert not wrong, "\n".join(wrong)
 
 
+# A reserved column name (anon_reserved_name in sql/03_arguments.sql: '__anon_' in any case) given to any
+# argument that takes column names: (call with {N} for the name, function, argument). Each row runs with
+# '__anon_x' and '__ANON_X'; the error must name the function, the argument and say the name is reserved.
+RESERVED = [
+    ("equivalence_classes('rel', [{N}])", "equivalence_classes", "qis"),
+    ("release_measures('rel', ['age', {N}])", "release_measures", "qis"),
+    ("ncp('rel', 't', [{N}], 'id')", "ncp", "qis"),
+    ("ncp('rel', 't', ['age'], {N})", "ncp", "id_column"),
+    ("distortion('rel_typed', 't', [{N}], 'id')", "distortion", "columns"),
+    ("distortion('rel_typed', 't', ['age'], {N})", "distortion", "id_column"),
+    ("class_profile('rel', [{N}])", "class_profile", "qis"),
+    ("class_profile('rel', ['age'], sensitive := {N})", "class_profile", "sensitive"),
+    ("privacy_measures('rel', ['age'], sensitive := {N})", "privacy_measures", "sensitive"),
+    ("risk_measures('rel', [{N}])", "risk_measures", "qis"),
+    ("record_risks('rel', [{N}])", "record_risks", "qis"),
+    ("linkage_nearest('rel', 't', [{N}], 'id')", "linkage_nearest", "qis"),
+    ("linkage_nearest('rel', 't', ['age'], {N})", "linkage_nearest", "id_column"),
+    ("linkage_classes('rel', 't', [{N}], 'id')", "linkage_classes", "qis"),
+    ("linkage_classes('rel', 't', ['age'], {N})", "linkage_classes", "id_column"),
+    ("linkage_rank('rel_typed', 't', [{N}], 'id')", "linkage_rank", "columns"),
+    ("linkage_rank('rel_typed', 't', ['age'], {N})", "linkage_rank", "id_column"),
+    ("linkage_pattern('t', 't', {N}, 'id')", "linkage_pattern", "column_name"),
+    ("linkage_pattern('t', 't', 'age', {N})", "linkage_pattern", "id_column"),
+    ("localities('t', {N}, 5)", "localities", "column_name"),
+    ("localities('t', 'age', 5, group_by := {N})", "localities", "group_by"),
+    ("check_localities('t', {N}, 'loc')", "check_localities", "column_name"),
+    ("random_walk('t', {N}, 'loc')", "random_walk", "column_name"),
+    ("random_walk('t', 'age', 'loc', group_by := {N})", "random_walk", "group_by"),
+    ("mondrian('t', [{N}], 5)", "mondrian", "qis"),
+    ("mondrian('t', ['age'], 5, sensitive := {N}, l := 2)", "mondrian", "sensitive"),
+    ("mondrian('t', ['age'], 5, keep := [{N}])", "mondrian", "keep"),
+    ("mondrian_classes('t', [{N}], 5)", "mondrian_classes", "qis"),
+    ("mondrian_classes('t', ['age'], 5, sensitive := {N}, l := 2)", "mondrian_classes", "sensitive"),
+    ("hierarchy_intervals('t', {N}, [5])", "hierarchy_intervals", "column_name"),
+    ("hierarchy_dates('t', {N})", "hierarchy_dates", "column_name"),
+    ("dp_aggregate('t', [{N}], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, privacy_unit_column := 'id')",
+     "dp_aggregate", "group_by"),
+    ("dp_aggregate('t', ['zip'], epsilon := 1, delta := 1e-6, max_groups_contributed := 1, privacy_unit_column := {N})",
+     "dp_aggregate", "privacy_unit_column"),
+    ("dp_bounded_aggregates('t', [{N}], max_groups_contributed := 1, privacy_unit_column := 'id')", "dp_bounded_aggregates",
+     "group_by"),
+    ("km_check('ev', 'person', [{N}], 2, 1)", "km_check", "items"),
+    ("km_check('ev', {N}, ['item'], 2, 1)", "km_check", "person"),
+    ("km_measures('ev', 'ev', [{N}])", "km_measures", "items"),
+    ("km_anonymity('ev', [{N}], 2, 1, 'person', person_output := 'drop')", "km_anonymity", "items"),
+    ("km_anonymity('ev', ['item'], 2, 1, {N}, person_output := 'drop')", "km_anonymity", "person"),
+    ("table_release_join_check('t', 'rel', {N}, 'id')", "table_release_join_check", "person_column"),
+    ("table_release_join_check('t', 'rel', 'id', {N})", "table_release_join_check", "events_person_column"),
+    # release_differencing checks the columns with the releases, both in no fixed order: either is named
+    ("release_differencing('rel', 'rel', [{N}], 'id')", "release_differencing", ("release_a", "release_b")),
+    ("release_differencing('rel', 'rel', ['age'], {N})", "release_differencing", ("release_a", "release_b")),
+]
+
+
+def test_a_reserved_column_name_is_refused_in_any_case(fresh):
+    """All rows on one connection, both spellings; every mismatch is reported at once."""
+    fresh.execute("CREATE TEMP TABLE loc AS SELECT * FROM localities('t', 'age', 5)")
+    fresh.execute("CREATE TEMP TABLE ev AS SELECT id AS person, 'i' || (id % 4) AS item FROM t")
+    wrong = []
+    for call, function, argument in RESERVED:
+        for name in ("__anon_x", "__ANON_X"):
+            sql = "SELECT * FROM " + call.replace("{N}", f"'{name}'")
+            try:
+                fresh.execute(sql).fetchall()
+                wrong.append(f"{sql}: no error")
+            except duckdb.Error as err:
+                message, named = str(err), argument if isinstance(argument, tuple) else (argument,)
+                if not any(f"{function}(): argument '{one}'" in message for one in named) or "reserved" not in message:
+                    wrong.append(f"{sql}: {message.splitlines()[0]}")
+    assert not wrong, "\n".join(wrong)
+    # the good spelling of each row runs: the refusals are the name's doing
+    for row, good in [(0, "'age'"), (1, "'zip'"), (14, "'id'"), (19, "'age'"), (20, "'zip'"), (24, "'zip'")]:
+        call = RESERVED[row][0].replace("{N}", good)
+        assert fresh.execute(f"SELECT count(*) FROM {call}").fetchall()[0][0] > 0, call
+
+
+def test_spark_mondrian_runs_the_same_reserved_name_rule():
+    """spark.mondrian checks its QIs outside any database with the SQL rule (errors.check_not_reserved runs
+    anon_reserved_name): no JVM is needed to see it refuse both spellings and take the rest."""
+    from duckdb_anon.errors import check_not_reserved
+    from duckdb_anon.mondrian import spark
+
+    names = ["__anon_x", "__ANON_X", "__Anon_", "_anon_x", "x__anon_", "anon_x", "__anon", "age"]
+    for name in names:
+        reserved = name.lower().startswith("__anon_")  # the rule, restated here only to test it
+        for check in (lambda: spark.check_arguments([name], 5, "strict", "text", "appearance", "actual", None),
+                      lambda: check_not_reserved("f", "qis", ["age2", name])):
+            if reserved:
+                with pytest.raises(ValueError, match=r"\(\): argument 'qis' holds a reserved __anon_ name"):
+                    check()
+            else:
+                check()
+
+
+def test_a_table_holding_a_reserved_column_is_refused_by_the_locality_functions(fresh):
+    """random_walk() names its own helper columns __anon_...: a source column so named, in any case, would
+    be left out of the release (it came back all NULL), so the table is refused, naming it; through a view
+    that renames the columns every column comes back with its values."""
+    fresh.execute("CREATE TEMP TABLE odd AS SELECT id, age, id * 2 AS __anon_x, id * 3 AS \"__ANON_Y\" FROM t")
+    fresh.execute("CREATE TEMP TABLE loc_odd AS SELECT * FROM localities('t', 'age', 5)")
+    for call, function in [("random_walk('odd', 'age', 'loc_odd')", "random_walk"), ("localities('odd', 'age', 5)", "localities"),
+                           ("check_localities('odd', 'age', 'loc_odd')", "check_localities")]:
+        with pytest.raises(duckdb.Error, match=rf"{function}\(\): argument 'table_name' .*reserved.*__anon_x, __ANON_Y"):
+            fresh.execute(f"SELECT * FROM {call}").fetchall()
+    fresh.execute('CREATE TEMP VIEW renamed AS SELECT id, age, __anon_x AS x2, "__ANON_Y" AS y3 FROM odd')
+    walked = fresh.execute("SELECT id, x2, y3 FROM random_walk('renamed', 'age', 'loc_odd') ORDER BY id").fetchall()
+    assert walked == fresh.execute("SELECT id, id * 2, id * 3 FROM t ORDER BY id").fetchall()
+
+
 PLAIN_CLIENT = """
 import sys, duckdb
 con = duckdb.connect(sys.argv[1])  # never imports duckdb_anon

@@ -72,7 +72,7 @@ def _csv_options(args: argparse.Namespace, input_path: Path, target: Path) -> Cs
     return CsvOptions(delimiter=delimiter, header=not args.no_header)
 
 
-IDENTIFIER_SCAN_ROWS = 100_000  # suggest_roles reads every value: 7.6-10.4 s on 1M rows of 8 columns, 0.8-1.2 s on 100k
+IDENTIFIER_SCAN_ROWS = 100_000  # suggest_roles reads every value (its cost: docs/performance.md, Costs by part)
 
 
 def _identifier_columns(con: duckdb.DuckDBPyConnection, source: str) -> list[str]:

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
-from duckdb_anon.errors import check_at_most
+from duckdb_anon.errors import check_at_most, check_not_reserved
 from duckdb_anon.km.driver import run
 from duckdb_anon.km.output import check_person_output, person_output_sql
 
@@ -29,6 +29,7 @@ def _names_list(fn: str, arg: str, value, allow_empty: bool = False) -> list[str
         raise ValueError(f"{fn}(): argument '{arg}' must be a list of column names, e.g. ['item', 'rating'], got {value!r}")
     if len({v.lower() for v in value}) < len(value):
         raise ValueError(f"{fn}(): argument '{arg}' lists a column twice")
+    check_not_reserved(fn, arg, value)
     return value
 
 
@@ -149,6 +150,7 @@ def km_anonymize(con: duckdb.DuckDBPyConnection, table_name: str, *, person: str
         person, via = declared_person(con, fn, table_name)
     elif not isinstance(person, str) or not person:
         raise ValueError(f"{fn}(): argument 'person' must be a column name or None, got {person!r}")
+    check_not_reserved(fn, "person", person)
     if via is None:
         return _release(con, fn, table_name, person, items, k, m, hierarchies, target, into, seed, keep, strategy, stats, output)
     units = f"__anon_km_units_{uuid.uuid4().hex[:12]}"  # the rows with their person, read as the table

@@ -47,9 +47,9 @@ def first_threshold(k: int, m: int, people: int) -> int:
     """The holders a label needs on the ladder: k for m = 1; for m >= 2, at least sqrt(k * people). Two
     labels held by a and b of N people share about a * b / N holders when they are independent, so labels
     held by fewer than sqrt(k * N) mostly form rare pairs, which the rounds would take back one rung at a
-    time, each round counting every pair again. Starting them higher is several times faster and, on
-    synthetic ratings, loses no more (100k ratings, k = 10, m = 2: information loss 0.367 against 0.382
-    with k, 50 and 300 giving 0.372 and 0.401). The rounds check every itemset either way."""
+    time, each round counting every pair again. Starting them higher takes fewer rounds and, on synthetic
+    ratings, loses no more information (docs/performance.md, Costs by part). The rounds check every itemset
+    either way."""
     return k if m < 2 else max(k, math.ceil(math.sqrt(k * people)))
 
 

@@ -24,6 +24,7 @@ import tempfile
 
 from duckdb_anon.engines.base import CATEGORICAL, Names
 from duckdb_anon.engines.spark_engine import SparkEngine, spark_column
+from duckdb_anon.errors import check_not_reserved
 from duckdb_anon.mondrian.driver import run
 from duckdb_anon.mondrian.models import NO_MODELS, Models, hierarchy_queries, model_arguments
 
@@ -36,8 +37,7 @@ def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_ord
         raise ValueError(f"{FN}(): argument 'qis' must name at least one column")
     if len({q.lower() for q in qis}) < len(qis):
         raise ValueError(f"{FN}(): argument 'qis' lists a column twice")
-    if any(q.startswith("__anon_") for q in qis):
-        raise ValueError(f"{FN}(): argument 'qis' holds a reserved __anon_ name")
+    check_not_reserved(FN, "qis", qis)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"{FN}(): argument 'k' must be an integer of at least 1, got {k!r}")
     choices = {"mode": (mode, ("strict", "relaxed")), "output": (output, ("text", "typed")),

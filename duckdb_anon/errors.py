@@ -74,8 +74,8 @@ def check_at_most(con: duckdb.DuckDBPyConnection, fn: str, arg: str, value: int,
     return value
 
 
-def check_not_reserved(fn: str, arg: str, names) -> None:
-    """A ValueError naming fn and arg when one of the column names `names` is reserved, as the SQL rule
+def check_not_reserved(fn: str, arg: str, names, error: type[Exception] = ValueError) -> None:
+    """An `error` (ValueError) naming fn and arg when one of the column names `names` is reserved, as the SQL rule
     anon_reserved_name decides (run on a private DuckDB holding it: no installed database is needed)."""
     names = [n for n in ([names] if isinstance(names, str) else list(names or [])) if isinstance(n, str)]
     if not names:
@@ -86,4 +86,4 @@ def check_not_reserved(fn: str, arg: str, names) -> None:
     finally:
         cursor.close()
     if reserved:
-        raise ValueError(f"{fn}(): argument '{arg}' holds a reserved __anon_ name: {reserved[0]!r}")
+        raise error(f"{fn}(): argument '{arg}' holds a reserved __anon_ name: {reserved[0]!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import duckdb
 
 from duckdb_anon import publishing
+from duckdb_anon.errors import check_not_reserved
 
 
 def quote(name: str) -> str:
@@ -37,6 +38,7 @@ def preserve_patterns(con: duckdb.DuckDBPyConnection, table: str, columns: list[
     if not isinstance(columns, (list, tuple)) or not columns or not all(isinstance(c, str) and c for c in columns) \
             or len({c.lower() for c in columns}) != len(columns):
         raise publishing.PublishError(f"{fn}(): argument 'columns' must name distinct columns, got {columns!r}")
+    check_not_reserved(fn, "columns", columns, publishing.PublishError)
     if not isinstance(target, str) or not target.strip():
         raise publishing.PublishError(f"{fn}(): argument 'target' must be a table name, got {target!r}")
     names = {c: f"{target}_{c}_localities" for c in columns}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
+from duckdb_anon.errors import check_not_reserved
 from duckdb_anon.roles import DeclarationError
 
 
@@ -20,6 +21,8 @@ def declare_privacy_unit(con: duckdb.DuckDBPyConnection, table: str, column: str
     for arg, value in (("table", table), ("column", column)):
         if not isinstance(value, str) or not value:
             raise DeclarationError(f"{fn}(): argument '{arg}' must be a name, got {value!r}")
+    check_not_reserved(fn, "column", column, DeclarationError)
+    check_not_reserved(fn, "via_key", via_key, DeclarationError)
     if (via_table is None) != (via_key is None):
         raise DeclarationError(f"{fn}(): arguments 'via_table' and 'via_key' go together: give both or neither")
     con.execute("BEGIN TRANSACTION")

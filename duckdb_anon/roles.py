@@ -14,6 +14,7 @@ import secrets
 import duckdb
 
 from duckdb_anon import sql_rules
+from duckdb_anon.errors import check_not_reserved
 
 ROLES = ("identifier", "quasi_identifier", "sensitive", "insensitive", "masked")
 
@@ -64,6 +65,7 @@ def declare_role(con: duckdb.DuckDBPyConnection, table: str, column: str, role: 
     fn = "declare_role"
     _name(fn, "table", table)
     _name(fn, "column", column)
+    check_not_reserved(fn, "column", column, DeclarationError)
     if not isinstance(role, str) or role not in ROLES:
         raise DeclarationError(f"declare_role(): argument 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     _name(fn, "hierarchy", hierarchy, nullable=True)

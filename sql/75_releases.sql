@@ -31,8 +31,8 @@ CREATE TABLE IF NOT EXISTS anon_releases (
 -- the effective class: the people whose labels equal theirs in release A and in release B.
 CREATE OR REPLACE MACRO anon_differencing_people(release_a, release_b, qis, id_column) AS TABLE
 WITH
-a AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_a, anon_names(qis, id_column))),
-b AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_b, anon_names(qis, id_column))),
+a AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_a, anon_checked_names('release_differencing', 'qis', qis, 'id_column', id_column))),
+b AS (SELECT COLUMNS([id_column]) AS __anon_id, row(*COLUMNS(qis)) AS __anon_class FROM anon_read(release_b, anon_checked_names('release_differencing', 'qis', qis, 'id_column', id_column))),
 checked AS (  -- both releases have the columns; an id that repeats would pair rows of different people
     SELECT (SELECT ok FROM anon_require_columns('release_differencing', 'release_a', release_a, anon_names(qis, id_column)))
        AND (SELECT ok FROM anon_require_columns('release_differencing', 'release_b', release_b, anon_names(qis, id_column)))

@@ -2,6 +2,8 @@
 import duckdb
 import pytest
 
+import duckdb_anon
+
 
 @pytest.fixture(scope="module")
 def small(module_con):
@@ -62,3 +64,20 @@ def test_schema_qualified_view(con):
     con.execute('CREATE SCHEMA s; CREATE TABLE s.base AS SELECT range AS a FROM range(12); '
                 'CREATE VIEW s."the view" AS SELECT * FROM s.base')
     assert len(con.execute("SELECT * FROM mondrian('s.\"the view\"', ['a'], 4)").fetchall()) == 12
+
+
+@pytest.mark.parametrize("spelling", ["__anon_x", "__ANON_X"])
+@pytest.mark.parametrize("call, fn, arg", [
+    (lambda con, c: duckdb_anon.declare_role(con, "r", c, "quasi_identifier"), "declare_role", "column"),
+    (lambda con, c: duckdb_anon.declare_privacy_unit(con, "r", c), "declare_privacy_unit", "column"),
+    (lambda con, c: duckdb_anon.preserve_patterns(con, "r", [c], "walked"), "preserve_patterns", "columns"),
+])
+def test_python_declarations_refuse_a_reserved_column_in_any_case(con, call, fn, arg, spelling):
+    """The table really holds the column, so only the reserved-name rule (anon_reserved_name) can refuse it;
+    nothing is declared or written."""
+    con.execute(f'CREATE TABLE r AS SELECT range AS id, range % 5 AS "{spelling}" FROM range(50)')
+    before = _objects(con), con.execute("SELECT count(*) FROM anon_column_roles").fetchone()[0]
+    with pytest.raises(ValueError, match=rf"^{fn}\(\): argument '{arg}' holds a reserved __anon_ name"):
+        call(con, spelling)
+    assert (_objects(con), con.execute("SELECT count(*) FROM anon_column_roles").fetchone()[0]) == before
+    assert con.execute("SELECT count(*) FROM anon_privacy_units").fetchone()[0] == 0

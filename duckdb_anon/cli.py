@@ -111,7 +111,7 @@ def _failed(command: str, exc: Exception) -> int:
         code, text = EXIT_BAD_ARGUMENT, str(exc)
     elif isinstance(exc, DatabaseLocked):
         code, text = EXIT_LOCKED, str(exc)
-    elif type(exc).__module__.startswith(("duckdb", "_duckdb")):
+    elif type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb"):  # not duckdb_anon's own errors
         code, text = EXIT_FAILED, f"{type(exc).__name__}: {first_line(exc)}"
     else:  # MissingExtra and the rest
         code, text = EXIT_FAILED, str(exc)

@@ -7,6 +7,7 @@ relations. :class:`Names` gives one run's relations unique names so concurrent r
 """
 from __future__ import annotations
 
+import math
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -153,6 +154,8 @@ def literal(value) -> exp.Expression:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
+    if isinstance(value, float) and not math.isfinite(value):  # a bare inf or nan would read as a column name
+        return exp.cast(exp.Literal.string("NaN" if math.isnan(value) else f"{'-' if value < 0 else ''}Infinity"), "DOUBLE")
     if isinstance(value, (int, float)):
         return exp.Literal.number(value)
     if isinstance(value, (list, tuple)):

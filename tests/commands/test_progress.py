@@ -9,7 +9,7 @@ import time
 import duckdb
 import pytest
 
-from duckdb_anon.commands.progress import Progress
+from duckdb_anon.commands.progress import QUIET_FOR_SECONDS, Progress
 
 PROGRESS = re.compile(r"^duckdb-anon mondrian: (.+) \((\d+) s(?:, (\d+) %)?\)$")
 
@@ -59,43 +59,78 @@ def test_quiet_prints_nothing(tmp_path):
 
 
 class Stream(io.StringIO):
-    """What Progress writes to: a log or pipe, or (terminal=True) a terminal."""
+    """What Progress writes to: a log or pipe, or (terminal=True) a terminal. It notes when each write came."""
 
     def __init__(self, terminal: bool):
         super().__init__()
-        self.terminal = terminal
+        self.terminal, self.times = terminal, []
 
     def isatty(self):
         return self.terminal
 
+    def write(self, text):
+        self.times.append(time.perf_counter())
+        return super().write(text)
 
-def progress_of(terminal: bool) -> str:
-    """Progress (updates every 0.05 s) around two steps of real queries, about a second in all."""
+
+LINE = re.compile(r"duckdb-anon test: (.+) \((\d+) s(?:, (\d+) %)?\)")
+
+
+def progress_of(terminal: bool, steps=("first step", "second step"), quiet_for=QUIET_FOR_SECONDS, work=True,
+                shown=1) -> Stream:
+    """Progress (updates every 0.05 s) around `steps` of real queries (`work`; else of waiting, which DuckDB
+    reports no percentage for). Each step lasts 0.5 s and until the writer has shown it `shown` times, so
+    that a loaded machine, where the polling thread runs late, slows the test down but does not change it."""
     con = duckdb.connect()
     stream = Stream(terminal)
-    with Progress(con, "test", quiet=False, after=0.0, every=0.05, stream=stream) as progress:
-        for step in ("first step", "second step"):
+    with Progress(con, "test", quiet=False, after=0.0, every=0.05, quiet_for=quiet_for, stream=stream) as progress:
+        for step in steps:
             progress.step(step)
             started = time.perf_counter()
-            while time.perf_counter() - started < 0.5:
-                con.execute("SELECT sum(hash(range)) FROM range(2000000)").fetchall()
-    return stream.getvalue()
+            while time.perf_counter() - started < 0.5 or stream.getvalue().count(f": {step} (") < shown:
+                assert time.perf_counter() - started < 60, f"{step!r} was never shown: {stream.getvalue()!r}"
+                if work:
+                    con.execute("SELECT sum(hash(range)) FROM range(2000000)").fetchall()
+                else:
+                    time.sleep(0.02)
+    return stream
+
+
+def log_lines(stream: Stream) -> list[tuple[float, str, int, int | None]]:
+    """(when written, step, seconds shown, tenth of the percentage shown or None) of each line of a log."""
+    out = []
+    for when, text in zip(stream.times, stream.getvalue().splitlines()):
+        found = LINE.fullmatch(text)
+        assert found, text
+        out.append((when, found.group(1), int(found.group(2)), None if found.group(3) is None else int(found.group(3)) // 10))
+    assert len(out) == len(stream.times)  # one write per line
+    return out
 
 
 def test_in_a_log_progress_writes_a_line_only_when_something_changed():
-    """Before: a line every `every` seconds, the same line again and again (13 lines for one report)."""
-    lines = progress_of(terminal=False).splitlines()
-    keys = []
-    for line in lines:
-        found = re.fullmatch(r"duckdb-anon test: (.+) \((\d+) s(?:, (\d+) %)?\)", line)
-        assert found, line
-        keys.append((found.group(1), None if found.group(3) is None else int(found.group(3)) // 10))
-    assert {step for step, _ in keys} == {"first step", "second step"}
-    assert all(a != b for a, b in zip(keys, keys[1:])), lines
-    assert len(lines) <= 2 * 11
+    """Before: a line every `every` seconds, the same line again and again (13 lines for one report). The
+    promise: a line only for a new step, the percentage in another tenth, or another `quiet_for` seconds
+    gone (60 s here: never within this test), and the steps in the order they came."""
+    lines = log_lines(progress_of(terminal=False))
+    steps = [step for _, step, _, _ in lines]
+    assert steps == sorted(steps, key=["starting", "first step", "second step"].index), steps
+    assert {"first step", "second step"} <= set(steps)
+    for (t1, step1, s1, tenth1), (t2, step2, s2, tenth2) in zip(lines, lines[1:]):
+        assert (step1, tenth1) != (step2, tenth2) or t2 - t1 >= QUIET_FOR_SECONDS, lines
+        assert s1 <= s2  # the clock moves forward
+
+
+def test_in_a_log_a_step_without_a_percentage_is_repeated_after_quiet_for():
+    """A step DuckDB reports no percentage for writes its line again once `quiet_for` seconds went by without
+    one, never sooner (a log shows the run is alive, and does not fill up)."""
+    quiet_for = 0.3
+    lines = log_lines(progress_of(terminal=False, steps=("waiting",), quiet_for=quiet_for, work=False, shown=3))
+    waiting = [line for line in lines if line[1] == "waiting"]
+    assert len(waiting) >= 3 and all(tenth is None for _, _, _, tenth in waiting)
+    assert all(t2 - t1 >= quiet_for for (t1, *_), (t2, *_) in zip(waiting, waiting[1:])), lines
 
 
 def test_on_a_terminal_progress_is_one_line_redrawn():
-    text = progress_of(terminal=True)
+    text = progress_of(terminal=True).getvalue()
     assert text.count("\r") >= 2 and text.count("\n") == 1 and text.endswith("\n")
     assert "second step" in text.rsplit("\r", 1)[1]

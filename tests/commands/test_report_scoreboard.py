@@ -8,7 +8,7 @@ import pytest
 
 import duckdb_anon
 from tests.independent import scoreboard_shares
-from tests.test_report import gate_lines, parse, run, summary_values
+from tests.commands.test_report import gate_lines, parse, run, summary_values
 
 
 @pytest.fixture(scope="module")

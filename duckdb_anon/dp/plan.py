@@ -106,9 +106,6 @@ M_RELEASED, M_SLACK, M_NOISE = 0.75, 2.0, 4.5
 #: the smallest m release the most (the threshold grows as m ln m, a group's kept people as m)
 M_PRIOR, M_TYPICAL, M_PEOPLE, RANGE_PRIOR = 2.0, 10.0, 2000.0, 1.5
 CENTER_STEPS = 10
-#: what the bounded-only query (no noise, max_groups given) reads for the arguments it lacks: the budget's
-#: flags only serve to choose max_groups, which it never does, so any valid values
-BOUNDED_ONLY = {"aggregates": ["count"], "noise": "laplace"}
 M_GRID = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)
 V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in (1, 2, 5) for k in range(-3, 7)}))
 
@@ -385,6 +382,14 @@ def render(text: str, dialect: str, parameters: dict[str, exp.Expression], porta
 def bounded_query() -> str:
     """Per group (``__anon_group``) the bounded, un-noised aggregates persons, rows and nsum."""
     return f"WITH {_BOUNDED} SELECT g AS __anon_group, persons, rows, nsum FROM aggregates"
+
+
+def bounded_parameters(max_groups=None, max_rows=None, lo=None, hi=None, valued=False, key=None) -> dict:
+    """bounded_query()'s placeholders as Python values (engines.base.literal() writes them): the budget's
+    NULL, noise and aggregates any valid value (they only serve to choose max_groups, which it never does)."""
+    return dict.fromkeys(PARAMETERS) | dict(
+        noise="laplace", aggregates=["count"], max_groups=max_groups, max_rows=max_rows, valued=valued,
+        lo=None if lo is None else float(lo), hi=None if hi is None else float(hi), public=False, key=key)
 
 
 def released_query() -> str:

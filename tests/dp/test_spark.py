@@ -110,3 +110,18 @@ def test_bounds_chosen_on_spark_follow_the_rule(spark):
                                 delta=1e-6, value="x").toPandas()
     chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates().values.tolist()
     assert expected == 2 and chosen == [[2, 1.0, 5.0]] and len(frame) >= 0.9 * max(released.values())
+
+
+def test_no_view_outlives_a_call_and_odd_column_names_read_whole(spark):
+    # names with a backquote, a dot and a space go through the engine's quoting; the views the query read are
+    # dropped as the call returns, and the DataFrame it returned still reads its rows
+    people = pd.DataFrame({"person id": range(40), "a`b.c": [i % 3 for i in range(40)], "x y": [float(i % 7) - 1 for i in range(40)]})
+    out = dspark.bounded_aggregates(spark, spark.createDataFrame(people), ["a`b.c"], privacy_unit_column="person id",
+                                    value="x y", max_groups_contributed=1, min_value=0, max_value=4, key="k")
+    left = [t.name for t in spark.catalog.listTables() if t.isTemporary and t.name.startswith(("__anon_", "__dp_"))]
+    assert left == []
+    got = out.toPandas().sort_values("a`b.c").reset_index(drop=True)
+    expected = people.assign(c=people["x y"].clip(0, 4) - 2).groupby("a`b.c", as_index=False).agg(
+        persons=("person id", "nunique"), rows=("person id", "size"), centered_sum=("c", "sum"))
+    assert got["a`b.c"].tolist() == [0, 1, 2] and got["persons"].tolist() == expected["persons"].tolist()
+    assert got["rows"].tolist() == expected["rows"].tolist() and (got["centered_sum"] - expected["centered_sum"]).abs().max() < 1e-9

@@ -15,7 +15,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from duckdb_anon.dp import noise, plan
+from duckdb_anon.dp import plan
 from duckdb_anon.engines.base import literal
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 

@@ -1,11 +1,12 @@
-"""The SQL of a differentially private aggregate, written once and generated for each engine by sqlglot.
+"""The SQL of a differentially private aggregate, written once and rendered for each engine by render() below.
 
 The text reads internal names only: the relation ``__dp_source`` with the columns ``__anon_unit`` (the
 person), ``__anon_group`` (the group key, one value: a struct of the group columns) and ``__anon_value``
 (the value summed or averaged, DOUBLE, NULL rows already left out), and ``__dp_public`` (column
-``__anon_group``: the groups given in advance, if any). Arguments appear as placeholders ``__p_<name>``:
-for DuckDB they become the parameters of the macro generated at install time, for Spark validated
-literals. User input never enters the text.
+``__anon_group``: the groups given in advance, if any). Arguments appear as placeholders ``__p_<name>``: in
+the DuckDB macros (dp.macros(), text install() creates) the macros' parameters; in dp.bounded_aggregates()
+(run by DuckDBEngine) and on Spark (dp.spark, run by SparkEngine) literals of checked values
+(engines.base.literal). User input never enters the text.
 
 The rules, each stated once here:
 

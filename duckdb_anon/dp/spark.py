@@ -51,13 +51,15 @@ def _relations(frame, group_by, value, unit, public_groups) -> dict:
 
 
 def _run(spark, query: str, frames: dict, parameters: dict, portable: bool, select: list[str]):
-    """`query` on the Spark engine, over `frames` held as views while Spark reads the query; the noise
-    functions registered (the plan's text names them, though bounded_query() never calls them)."""
+    """`query` on the Spark engine, over `frames` held as views while it runs; the noise functions
+    registered (the plan's text names them, though bounded_query() never calls them). The result is computed
+    once, here: Spark would run a lazy DataFrame's query again at every action, drawing new noise each time
+    (a new release), and the views would have to outlive the call."""
     engine = SparkEngine(spark)
     engine.register_udfs(noise.UDFS)
     with engine.views(**frames) as relations:
         text = plan.render(query, "spark", {k: literal(v) for k, v in parameters.items()}, portable=portable, **relations)
-        return engine.result(text).selectExpr("__anon_group.*", *select)
+        return engine.result(text).selectExpr("__anon_group.*", *select).localCheckpoint(eager=True)
 
 
 def bounded_aggregates(spark, frame, group_by: list[str], *, privacy_unit_column: str, max_groups_contributed: int,

@@ -198,8 +198,9 @@ class SparkEngine(Engine):
     def views(self, **frames) -> Iterator[dict[str, exp.Expression]]:
         """The DataFrames `frames` as temporary views named for this run (Names), as table expressions by the
         same keys (for render()), dropped on leaving. A result() taken inside outlives them: Spark resolves
-        a view into the query's plan as spark.sql() analyzes it (as spark.sql(text, df=frame) does, which
-        drops its views as it returns), on a classic session; Spark Connect analyzes later."""
+        a view into the query's plan as spark.sql() analyzes it (pyspark's own spark.sql(text, df=frame) drops
+        its views as it returns, likewise). The engine needs a classic session (Spark Connect has no
+        SparkContext, and analyzes later)."""
         names = Names()
         try:
             held = {}

@@ -65,8 +65,11 @@ def test_bounded_aggregates_are_equal_on_both_engines(spark, seed, m, r):
 def test_noisy_release_on_spark_states_the_same_scale_and_releases_every_public_group(spark):
     people = pd.DataFrame({"person": range(300), "grp": [i % 6 for i in range(300)]})
     groups = pd.DataFrame({"grp": range(8)})  # groups 6 and 7 have no rows
-    frame = dspark.dp_aggregate(spark, spark.createDataFrame(people), ["grp"], privacy_unit_column="person", epsilon=0.5,
-                                delta=0, max_groups_contributed=2, public_groups=spark.createDataFrame(groups)).toPandas()
+    released = dspark.dp_aggregate(spark, spark.createDataFrame(people), ["grp"], privacy_unit_column="person", epsilon=0.5,
+                                   delta=0, max_groups_contributed=2, public_groups=spark.createDataFrame(groups))
+    frame = released.toPandas().sort_values("grp").reset_index(drop=True)
+    # the noise was drawn once: a second action reads the same figures (a lazy query would draw anew)
+    assert released.toPandas().sort_values("grp").reset_index(drop=True).equals(frame)
     assert sorted(frame["grp"]) == list(range(8))
     assert (frame["count_ci_high"] - frame["count"]).round(6).unique().tolist() == [round(2 / 0.5 * math.log(20), 6)]
     assert (frame["count"] - 50).abs()[frame["grp"] < 6].max() < 4 / 0.5 * 10  # Laplace(4) beyond 40: p < 5e-5 each

@@ -2,8 +2,10 @@
 
 ``duckdb_anon.install(con)`` registers the noise functions (noise.py) and creates the SQL macros
 ``dp_aggregate`` and ``dp_bounded_aggregates`` (:func:`macros`) from the plan's text (plan.py), rendered by
-sqlglot with the plan's placeholders bound to the macros' parameters. The argument checks and the relations the plan reads are
-plain SQL macros (sql/81_dp_arguments.sql); the privacy unit declarations live in sql/80_privacy_units.sql.
+the one renderer (engines.base.render) with the plan's placeholders bound to the macros' parameters.
+:func:`bounded_aggregates` renders it with literals and runs it through DuckDBEngine. The argument checks and
+the relations the plan reads are plain SQL macros (sql/81_dp_arguments.sql); the privacy unit declarations
+live in sql/80_privacy_units.sql.
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from duckdb_anon.dp import noise, plan
+from duckdb_anon.dp import plan
+from duckdb_anon.engines.base import literal
+from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 
 _COMMON = ("table_name, group_by, value := NULL, max_groups_contributed := NULL, max_rows_per_group := 1, "
            "min_value := NULL, max_value := NULL, privacy_unit_column := NULL")
@@ -26,10 +30,12 @@ def _parameters(noisy: bool) -> dict[str, exp.Expression]:
             "public": "(public_groups IS NOT NULL)" if noisy else "false",
             "key": "CAST(NULL AS VARCHAR)" if noisy else "CAST(key AS VARCHAR)",
             "epsilon": "CAST(epsilon AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)",
-            "delta": "CAST(delta AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)", "noise": "noise" if noisy else f"'{plan.BOUNDED_ONLY['noise']}'",
-            "aggregates": "aggregates" if noisy else str(plan.BOUNDED_ONLY["aggregates"]),
-            "confidence": "CAST(confidence AS DOUBLE)"}
-    return {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in text.items()}
+            "delta": "CAST(delta AS DOUBLE)" if noisy else "CAST(NULL AS DOUBLE)", "noise": "noise",
+            "aggregates": "aggregates", "confidence": "CAST(confidence AS DOUBLE)"}
+    parsed = {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in text.items()}
+    if not noisy:  # the bounded macro has no noise or aggregates: the values plan.bounded_parameters() binds
+        parsed.update({name: literal(plan.bounded_parameters()[name]) for name in ("noise", "aggregates")})
+    return parsed
 
 
 def _relations(fn: str, noisy: bool) -> str:
@@ -98,15 +104,9 @@ def bounded_aggregates(con: duckdb.DuckDBPyConnection, table_name: str, group_by
     con.execute("SELECT anon_dp_arguments_ok(?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments).fetchall()
     source = con.execute("SELECT anon_dp_source_sql(?, ?, ?, ?)", [table_name, list(group_by), value, privacy_unit_column]).fetchall()[0][0]
     empty = con.execute("SELECT anon_dp_public_sql(NULL, ?)", [list(group_by)]).fetchall()[0][0]
-    literal = {k: sqlglot.parse_one(v, read="duckdb") for k, v in con.execute(
-        "SELECT anon_sql_literal(?) AS key, CAST(? AS VARCHAR) AS max_groups, CAST(? AS VARCHAR) AS max_rows, "
-        "coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS lo, coalesce(CAST(CAST(? AS DOUBLE) AS VARCHAR), 'NULL') AS hi",
-        [key, int(max_groups_contributed), int(max_rows_per_group), min_value, max_value]).df().iloc[0].items()}
-    parameters = {name: exp.Null() for name in plan.PARAMETERS}
-    parameters.update({k: sqlglot.parse_one(repr(v) if isinstance(v, str) else str(v), read="duckdb")
-                       for k, v in plan.BOUNDED_ONLY.items()})
-    parameters.update(literal, valued=exp.Boolean(this=value is not None), public=exp.false())
-    text = plan.render(plan.bounded_query(), "duckdb", parameters, portable=portable,
+    parameters = plan.bounded_parameters(int(max_groups_contributed), int(max_rows_per_group), min_value, max_value,
+                                         value is not None, key)
+    text = plan.render(plan.bounded_query(), "duckdb", {k: literal(v) for k, v in parameters.items()}, portable=portable,
                        __dp_source=sqlglot.parse_one(source, read="duckdb").subquery(),
                        __dp_public=sqlglot.parse_one(empty, read="duckdb").subquery())
-    return con.execute(f"SELECT unnest(__anon_group), persons, rows, nsum AS centered_sum FROM ({text})").df()
+    return DuckDBEngine(con).result(f"SELECT unnest(__anon_group), persons, rows, nsum AS centered_sum FROM ({text})")

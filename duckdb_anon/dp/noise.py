@@ -5,10 +5,11 @@ generator, exactly (no floating-point sampling of a continuous law, which leaks 
 the result). They are never seeded, so a release cannot be reproduced: determinism, which every other
 function of this package keeps, does not apply to DP noise.
 
-Four functions, registered on each connection (and as Spark UDFs by the Spark engine):
+Four functions (UDFS), registered on each connection by install() and as Spark UDFs by dp.spark, each
+engine registering them its way (Engine.register_udfs):
 
 - ``anon_dp_noise(x, scale, kind)``: x plus Laplace(scale) or Gaussian(sigma = scale) noise; NULL when x or
-  scale is NULL; x itself when scale is 0. Arrow batches: the values of one (scale, kind) go to one call.
+  scale is NULL; x itself when scale is 0. Batches: the values of one (scale, kind) go to one call.
 - ``anon_dp_gaussian_sigma(epsilon, delta, l2)``: the smallest sigma (to 0.1 %) that OpenDP's accounting
   proves (epsilon, delta)-DP for a Gaussian mechanism of L2 sensitivity l2 (its zCDP to approximate DP
   conversion).
@@ -24,7 +25,9 @@ from statistics import NormalDist
 import duckdb
 import numpy as np
 import opendp.prelude as dp
-import pyarrow as pa
+
+from duckdb_anon.engines.base import Udf
+from duckdb_anon.engines.duckdb_engine import register_udfs
 
 dp.enable_features("contrib")
 
@@ -53,13 +56,6 @@ def add_noise(values: np.ndarray, scales: np.ndarray, kinds: list) -> np.ndarray
                 raise ValueError(f"anon_dp_noise(): argument 'scale' must be >= 0, got {scale}")
             out[chosen] = values[chosen] if scale == 0 else _measurement(kind, float(scale))(values[chosen].tolist())
     return out
-
-
-def _noise_udf(x: pa.Array, scale: pa.Array, kind: pa.Array) -> pa.Array:
-    values = x.to_numpy(zero_copy_only=False).astype(np.float64)
-    scales = scale.to_numpy(zero_copy_only=False).astype(np.float64)
-    out = add_noise(values, scales, kind.to_pylist())
-    return pa.array(out, mask=np.isnan(out), type=pa.float64())
 
 
 def _zcdp_epsilon(sigma: float, delta: float, l2: float) -> float:
@@ -104,22 +100,13 @@ def normal_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
+#: the four functions as the engines register them (duckdb_anon.engines: DuckDBEngine, SparkEngine)
+UDFS = (Udf("anon_dp_noise", add_noise, ("DOUBLE", "DOUBLE", "VARCHAR"), "DOUBLE", batch=True, fresh=True),
+        Udf("anon_dp_gaussian_sigma", gaussian_sigma, ("DOUBLE",) * 3, "DOUBLE"),
+        Udf("anon_dp_normal_quantile", normal_quantile, ("DOUBLE",), "DOUBLE"),
+        Udf("anon_dp_noisy_max", noisy_max, ("STRUCT(i INTEGER, s DOUBLE)[]", "DOUBLE"), "BIGINT", fresh=True))
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register the four functions on `con` (as walk.register does: a second connection to the same database
-    finds them registered by the first)."""
-    for name, fn, params, kind in (
-            ("anon_dp_noise", _noise_udf, ["DOUBLE", "DOUBLE", "VARCHAR"], "arrow"),
-            ("anon_dp_gaussian_sigma", gaussian_sigma, ["DOUBLE"] * 3, "native"),
-            ("anon_dp_normal_quantile", normal_quantile, ["DOUBLE"], "native"),
-            ("anon_dp_noisy_max", noisy_max, ["STRUCT(i INTEGER, s DOUBLE)[]", "DOUBLE"], "native")):
-        try:
-            con.remove_function(name)
-        except Exception:  # not registered yet on this connection
-            pass
-        noisy = name in ("anon_dp_noise", "anon_dp_noisy_max")
-        try:  # noise must be drawn anew on every call: never folded, cached or deduplicated
-            con.create_function(name, fn, params, "BIGINT" if name == "anon_dp_noisy_max" else "DOUBLE", type=kind,
-                                side_effects=noisy, null_handling="special" if kind == "arrow" else "default")
-        except duckdb.CatalogException as err:  # another connection to the same database registered it
-            if "already exists" not in str(err):
-                raise
+    """Register the four functions on `con` (install() does, through duckdb_anon.udfs)."""
+    register_udfs(con, UDFS)

@@ -1,11 +1,12 @@
-"""The SQL of a differentially private aggregate, written once and generated for each engine by sqlglot.
+"""The SQL of a differentially private aggregate, written once and rendered for each engine by render() below.
 
 The text reads internal names only: the relation ``__dp_source`` with the columns ``__anon_unit`` (the
 person), ``__anon_group`` (the group key, one value: a struct of the group columns) and ``__anon_value``
 (the value summed or averaged, DOUBLE, NULL rows already left out), and ``__dp_public`` (column
-``__anon_group``: the groups given in advance, if any). Arguments appear as placeholders ``__p_<name>``:
-for DuckDB they become the parameters of the macro generated at install time, for Spark validated
-literals. User input never enters the text.
+``__anon_group``: the groups given in advance, if any). Arguments appear as placeholders ``__p_<name>``: in
+the DuckDB macros (dp.macros(), text install() creates) the macros' parameters; in dp.bounded_aggregates()
+(run by DuckDBEngine) and on Spark (dp.spark, run by SparkEngine) literals of checked values
+(engines.base.literal). User input never enters the text.
 
 The rules, each stated once here:
 
@@ -106,9 +107,6 @@ M_RELEASED, M_SLACK, M_NOISE = 0.75, 2.0, 4.5
 #: the smallest m release the most (the threshold grows as m ln m, a group's kept people as m)
 M_PRIOR, M_TYPICAL, M_PEOPLE, RANGE_PRIOR = 2.0, 10.0, 2000.0, 1.5
 CENTER_STEPS = 10
-#: what the bounded-only query (no noise, max_groups given) reads for the arguments it lacks: the budget's
-#: flags only serve to choose max_groups, which it never does, so any valid values
-BOUNDED_ONLY = {"aggregates": ["count"], "noise": "laplace"}
 M_GRID = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)
 V_GRID = tuple(sorted({0.0} | {sign * m * 10.0 ** k for sign in (-1, 1) for m in (1, 2, 5) for k in range(-3, 7)}))
 
@@ -385,6 +383,14 @@ def render(text: str, dialect: str, parameters: dict[str, exp.Expression], porta
 def bounded_query() -> str:
     """Per group (``__anon_group``) the bounded, un-noised aggregates persons, rows and nsum."""
     return f"WITH {_BOUNDED} SELECT g AS __anon_group, persons, rows, nsum FROM aggregates"
+
+
+def bounded_parameters(max_groups=None, max_rows=None, lo=None, hi=None, valued=False, key=None) -> dict:
+    """bounded_query()'s placeholders as Python values (engines.base.literal() writes them): the budget's
+    NULL, noise and aggregates any valid value (they only serve to choose max_groups, which it never does)."""
+    return dict.fromkeys(PARAMETERS) | dict(
+        noise="laplace", aggregates=["count"], max_groups=max_groups, max_rows=max_rows, valued=valued,
+        lo=None if lo is None else float(lo), hi=None if hi is None else float(hi), public=False, key=key)
 
 
 def released_query() -> str:

@@ -1,5 +1,7 @@
-"""DP aggregates on Apache Spark: the SQL of duckdb_anon.dp.plan rendered by sqlglot for Spark SQL, the
-noise drawn by the same OpenDP samplers (noise.py) in vectorized pandas UDFs.
+"""DP aggregates on Apache Spark: the SQL of duckdb_anon.dp.plan rendered for Spark SQL (plan.render, through
+engines.base.render) and run by the Spark engine (engines.spark_engine.SparkEngine), which holds the
+DataFrames as temporary views for the query and registers the noise functions of noise.py (the same OpenDP
+samplers, in vectorized pandas UDFs).
 
 ``dp_aggregate(spark, frame, group_by, ...)`` returns a DataFrame with what ``dp_aggregate()`` returns on
 DuckDB; ``bounded_aggregates(spark, frame, ...)`` the bounded, noise-free figures of
@@ -9,39 +11,12 @@ DuckDB; ``bounded_aggregates(spark, frame, ...)`` the bounded, noise-free figure
 """
 from __future__ import annotations
 
-import itertools
-
-import numpy as np
-import pandas as pd
-from sqlglot import exp
-
 from duckdb_anon import sql_rules
 from duckdb_anon.dp import noise, plan
 from duckdb_anon.engines.base import literal
+from duckdb_anon.engines.spark_engine import SparkEngine, spark_name
 
 FN = "spark.dp_aggregate"
-_views = itertools.count()
-
-
-def register(spark) -> None:
-    """The noise functions as Spark UDFs under the names the plan calls."""
-    from pyspark.sql.functions import pandas_udf, udf
-    from pyspark.sql.types import DoubleType, LongType
-
-    @pandas_udf(DoubleType())
-    def anon_dp_noise(x: pd.Series, scale: pd.Series, kind: pd.Series) -> pd.Series:  # one batch per call
-        out = noise.add_noise(x.astype("float64").to_numpy(), scale.astype("float64").to_numpy(), kind.tolist())
-        return pd.Series(out).where(~np.isnan(out), None)
-
-    spark.udf.register("anon_dp_noise", anon_dp_noise.asNondeterministic())
-    spark.udf.register("anon_dp_gaussian_sigma", udf(noise.gaussian_sigma, DoubleType()))
-    spark.udf.register("anon_dp_normal_quantile", udf(noise.normal_quantile, DoubleType()))
-    spark.udf.register("anon_dp_noisy_max", udf(lambda scores, scale: noise.noisy_max(
-        None if scores is None else [r.asDict() for r in scores], scale), LongType()).asNondeterministic())
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=None, **arguments) -> None:
@@ -64,26 +39,27 @@ def _check(fn: str, frame, group_by, value, privacy_unit_column, public_groups=N
         raise ValueError(f"{fn}(): argument 'public_groups' must have the group_by columns {group_by}")
 
 
-def _view(frame) -> str:
-    name = f"__dp_view_{next(_views)}"
-    frame.createOrReplaceTempView(name)
-    return name
-
-
-def _relations(frame, group_by, value, unit, public_groups) -> dict[str, exp.Expression]:
-    """The plan's __dp_source and __dp_public over the DataFrames, as temporary views."""
-    group = "struct(" + ", ".join(_quoted(g) for g in group_by) + ") AS __anon_group"
-    value_sql = f"CAST({_quoted(value)} AS DOUBLE)" if value else "CAST(NULL AS DOUBLE)"
-    source = frame.selectExpr(f"{_quoted(unit)} AS __anon_unit", group, f"{value_sql} AS __anon_value")
+def _relations(frame, group_by, value, unit, public_groups) -> dict:
+    """The plan's __dp_source and __dp_public over the DataFrames."""
+    group = "struct(" + ", ".join(spark_name(g) for g in group_by) + ") AS __anon_group"
+    value_sql = f"CAST({spark_name(value)} AS DOUBLE)" if value else "CAST(NULL AS DOUBLE)"
+    source = frame.selectExpr(f"{spark_name(unit)} AS __anon_unit", group, f"{value_sql} AS __anon_value")
     if value:
         source = source.where("__anon_value IS NOT NULL")
     public = (public_groups if public_groups is not None else frame.limit(0)).selectExpr(group)
-    return {"__dp_source": exp.to_table(_view(source)), "__dp_public": exp.to_table(_view(public))}
+    return {"__dp_source": source, "__dp_public": public}
 
 
-def _run(spark, query: str, relations, parameters: dict, portable: bool, select: list[str]):
-    text = plan.render(query, "spark", {k: literal(v) for k, v in parameters.items()}, portable=portable, **relations)
-    return spark.sql(text).selectExpr("__anon_group.*", *select)
+def _run(spark, query: str, frames: dict, parameters: dict, portable: bool, select: list[str]):
+    """`query` on the Spark engine, over `frames` held as views while it runs; the noise functions
+    registered (the plan's text names them, though bounded_query() never calls them). The result is computed
+    once, here: Spark would run a lazy DataFrame's query again at every action, drawing new noise each time
+    (a new release), and the views would have to outlive the call."""
+    engine = SparkEngine(spark)
+    engine.register_udfs(noise.UDFS)
+    with engine.views(**frames) as relations:
+        text = plan.render(query, "spark", {k: literal(v) for k, v in parameters.items()}, portable=portable, **relations)
+        return engine.result(text).selectExpr("__anon_group.*", *select).localCheckpoint(eager=True)
 
 
 def bounded_aggregates(spark, frame, group_by: list[str], *, privacy_unit_column: str, max_groups_contributed: int,
@@ -95,10 +71,8 @@ def bounded_aggregates(spark, frame, group_by: list[str], *, privacy_unit_column
     fn = "spark.dp_bounded_aggregates"
     _check(fn, frame, group_by, value, privacy_unit_column, max_groups_contributed=max_groups_contributed,
            max_rows_per_group=max_rows_per_group, min_value=min_value, max_value=max_value)
-    register(spark)  # the plan's text names them, though no bound is chosen here
-    parameters = dict.fromkeys(plan.PARAMETERS) | plan.BOUNDED_ONLY
-    parameters.update(max_groups=max_groups_contributed, max_rows=max_rows_per_group, lo=min_value, hi=max_value,
-                      valued=value is not None, public=False, key=key)
+    parameters = plan.bounded_parameters(max_groups_contributed, max_rows_per_group, min_value, max_value,
+                                         value is not None, key)
     return _run(spark, plan.bounded_query(), _relations(frame, group_by, value, privacy_unit_column, None), parameters,
                 portable, ["persons", "rows", "nsum AS centered_sum"])
 
@@ -112,7 +86,6 @@ def dp_aggregate(spark, frame, group_by: list[str], *, privacy_unit_column: str,
     _check(FN, frame, group_by, value, privacy_unit_column, public_groups, max_groups_contributed=max_groups_contributed,
            max_rows_per_group=max_rows_per_group, min_value=min_value, max_value=max_value, noisy=True,
            aggregates=list(aggregates), epsilon=epsilon, delta=delta, noise=noise_kind, confidence=confidence)
-    register(spark)
     parameters = dict(epsilon=epsilon, delta=delta, max_groups=max_groups_contributed, max_rows=max_rows_per_group,
                       lo=min_value, hi=max_value, valued=value is not None, noise=noise_kind, aggregates=list(aggregates),
                       public=public_groups is not None, key=None, confidence=confidence)

@@ -1,9 +1,12 @@
 """What an algorithm needs from a SQL engine: the ground floor shared by every multi-step algorithm.
 
 An algorithm (Mondrian's level loop, DP aggregates, k^m-anonymity) writes its SQL once over internal names;
-sqlglot renders it in the engine's dialect, and an :class:`Engine` runs it and keeps the intermediate
-relations. :class:`Names` gives one run's relations unique names so concurrent runs never collide, and
-:class:`QI` says how a column's values are ordered (the column kinds every engine maps its types to).
+:func:`render` writes it in the engine's dialect, and an :class:`Engine` runs it, keeps the intermediate
+relations and registers the Python functions (:class:`Udf`) the SQL calls. :class:`Names` gives one run's
+relations unique names so concurrent runs never collide, and :class:`QI` says how a column's values are
+ordered (the column kinds every engine maps its types to). The DP aggregates (duckdb_anon.dp) render their
+plan here, and on Spark run it through SparkEngine (its UDFs, views and result); on DuckDB the plan becomes
+macros at install time, and dp.bounded_aggregates() runs it through DuckDBEngine.
 """
 from __future__ import annotations
 
@@ -25,6 +28,22 @@ class QI:
     name: str
     kind: str  # NUMERIC, TEMPORAL or CATEGORICAL
     key: str = ""  # TEMPORAL: the value {x} as microseconds since the epoch (DuckDB SQL the engine's dialect reads)
+
+
+@dataclass(frozen=True)
+class Udf:
+    """A Python function an algorithm's SQL calls by `name`, for any engine to register (the engine owns how).
+
+    `params` and `returns` are DuckDB type names. A `batch` function is called once per batch of rows with
+    one NumPy float array per DOUBLE parameter (NaN for NULL) and one list per other parameter, and returns a
+    NumPy float array (NaN for NULL); any other is called per row with Python values (a struct as a dict).
+    `fresh`: the result must be computed anew on every call (noise), never folded, cached or deduplicated."""
+    name: str
+    fn: Callable
+    params: tuple[str, ...]
+    returns: str
+    batch: bool = False
+    fresh: bool = False
 
 
 class Engine(ABC):
@@ -91,6 +110,14 @@ class Engine(ABC):
 
     def begin(self, step: str) -> None:
         """The driver starts a step ('cells', 'level 3', 'labels'): engines may label their work by it."""
+
+    def register_udfs(self, udfs: tuple[Udf, ...]) -> None:
+        """Make `udfs` callable by name in this engine's SQL."""
+        raise NotImplementedError(f"{type(self).__name__} cannot register functions")
+
+    def result(self, sql: str):
+        """What a query returns, as the engine's table: a pandas DataFrame (DuckDB), a DataFrame (Spark)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot return a table")
 
 
 RUN = "__anon_lv_run_"  # the prefix of intermediate relations in cached SQL; each run puts its own in

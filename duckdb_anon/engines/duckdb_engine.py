@@ -1,12 +1,15 @@
 """The DuckDB engine: runs an algorithm's generated SQL on a connection, in TEMP tables dropped at the end."""
 from __future__ import annotations
 
+import inspect
 import re
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine
+from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine, Udf
 
 _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
                       r"FLOAT|DOUBLE|DECIMAL.*)$")
@@ -23,6 +26,35 @@ def duckdb_column(name: str, type_name: str) -> QI:
     return QI(name, CATEGORICAL if _CATEGORICAL.match(type_name) else None)
 
 
+def _batch(udf: Udf):
+    """`udf`'s batch function over Arrow arrays, as DuckDB calls it."""
+    def call(*columns: pa.Array) -> pa.Array:
+        out = udf.fn(*(c.to_numpy(zero_copy_only=False).astype(np.float64) if kind == "DOUBLE" else c.to_pylist()
+                       for c, kind in zip(columns, udf.params)))
+        return pa.array(out, mask=np.isnan(out), type=pa.float64())
+    # DuckDB counts the parameters in the signature
+    call.__signature__ = inspect.Signature([inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY)
+                                            for i in range(len(udf.params))])
+    return call
+
+
+def register_udfs(con: duckdb.DuckDBPyConnection, udfs: tuple[Udf, ...]) -> None:
+    """Register `udfs` on `con`, replacing earlier versions (a second connection to the same database finds
+    them registered by the first)."""
+    for udf in udfs:
+        try:
+            con.remove_function(udf.name)
+        except Exception:  # not registered yet on this connection
+            pass
+        try:
+            con.create_function(udf.name, _batch(udf) if udf.batch else udf.fn, list(udf.params), udf.returns,
+                                type="arrow" if udf.batch else "native", side_effects=udf.fresh,
+                                null_handling="special" if udf.batch else "default")
+        except duckdb.CatalogException as err:  # another connection to the same database registered it
+            if "already exists" not in str(err):
+                raise
+
+
 class DuckDBEngine(Engine):
     """Runs the levels on a DuckDB connection, in TEMP tables dropped at the end."""
 
@@ -30,14 +62,18 @@ class DuckDBEngine(Engine):
     numbered = False
     quantiles = True
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, table_name: str, fn: str = "mondrian"):
+    def __init__(self, con: duckdb.DuckDBPyConnection, table_name: str | None = None, fn: str = "mondrian"):
+        """`table_name`: the source (None: the engine only runs queries, as the DP aggregates' do)."""
         self.con, self.table_name = con, table_name
+        self._appended: set[str] = set()
+        self._columns = []
+        if table_name is None:
+            return
         try:
             described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table_name]).fetchall()
         except duckdb.Error as err:
             raise ValueError(f"{fn}(): argument 'table_name': cannot read {table_name!r}: {err}") from None
         self._columns = [duckdb_column(row[0], row[1]) for row in described]
-        self._appended: set[str] = set()
 
     def source(self) -> exp.Expression:
         # query_table() reads the name as mondrian() does; a literal cannot escape its quotes
@@ -67,3 +103,9 @@ class DuckDBEngine(Engine):
 
     def drop(self, name):
         self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+
+    def register_udfs(self, udfs):
+        register_udfs(self.con, udfs)
+
+    def result(self, sql):
+        return self.con.execute(sql).df()

@@ -1,12 +1,49 @@
-"""The Spark engine: runs an algorithm's generated SQL as Spark SQL (needs the ``spark`` extra)."""
+"""The Spark engine: runs an algorithm's generated SQL as Spark SQL (needs the ``spark`` extra): Mondrian's
+levels, and the DP aggregates' query over DataFrames held as temporary views for it (:meth:`SparkEngine.views`)
+with their UDFs (:meth:`SparkEngine.register_udfs`). Spark identifiers are quoted here only (spark_name)."""
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine
+from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine, Names, Udf
 
 _NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType")
 _CATEGORICAL = ("StringType", "BooleanType", "VarcharType", "CharType")
+
+
+def spark_name(name: str) -> str:
+    """A column or view name as a Spark SQL identifier (backquoted, backquotes doubled)."""
+    return exp.to_identifier(name, quoted=True).sql("spark")
+
+
+def _plain(value):
+    """A Spark UDF argument as DuckDB hands it to the same function: a struct as a dict, lists of them."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.asDict(recursive=True) if hasattr(value, "asDict") else value
+
+
+def _spark_udf(udf: Udf):
+    """`udf` as a Spark UDF: a batch one as a pandas UDF (one call per Arrow batch), any other per row."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.functions import udf as row_udf
+    from pyspark.sql.types import DoubleType, LongType
+
+    returns = {"DOUBLE": DoubleType(), "BIGINT": LongType()}[udf.returns]
+    if udf.batch:
+        def batch(*columns):
+            out = udf.fn(*(c.astype("float64").to_numpy() if kind == "DOUBLE" else c.tolist()
+                           for c, kind in zip(columns, udf.params)))
+            return pd.Series(out).where(~pd.isna(out), None)
+        batch.__annotations__ = {"columns": pd.Series, "return": pd.Series}  # a scalar pandas UDF
+        made = pandas_udf(batch, returns)
+    else:
+        made = row_udf(lambda *args: udf.fn(*map(_plain, args)), returns)
+    return made.asNondeterministic() if udf.fresh else made
 
 
 def spark_column(field) -> QI:
@@ -36,11 +73,12 @@ class SparkEngine(Engine):
     # jobs (seconds each) whatever its size, while DuckDB decides a level of this size in milliseconds
     driver_cells = 200_000
 
-    def __init__(self, spark, frame, view: str, work_dir: str):
-        """`frame`: the source; number_source() makes it the view `view`."""
-        self.spark, self.view, self.work_dir = spark, view, work_dir.rstrip("/")
+    def __init__(self, spark, frame=None, view: str | None = None, work_dir: str | None = None):
+        """`frame`: the source; number_source() makes it the view `view`. Without them (the DP aggregates)
+        the engine only runs queries over views()."""
+        self.spark, self.view, self.work_dir = spark, view, (work_dir or "").rstrip("/")
         self.frame = frame
-        self._columns = [spark_column(f) for f in frame.schema.fields]
+        self._columns = [spark_column(f) for f in frame.schema.fields] if frame is not None else []
         self.versions: dict[str, int] = {}
         self._driver_con = None  # the DuckDB connection of level_engine(), while it is open
 
@@ -67,7 +105,7 @@ class SparkEngine(Engine):
         as they do under row_number()."""
         from pyspark.sql import functions as F
 
-        by = [F.col("`" + c.replace("`", "``") + "`").asc_nulls_last() for c in order]
+        by = [F.col(spark_name(c)).asc_nulls_last() for c in order]
         placed = frame.repartitionByRange(*by).sortWithinPartitions(*by) \
             .withColumn("__anon_place", F.monotonically_increasing_id())
         path = self._path(name)
@@ -148,6 +186,32 @@ class SparkEngine(Engine):
 
     def drop(self, name):
         self.spark.catalog.dropTempView(name)
+
+    def register_udfs(self, udfs):
+        for udf in udfs:
+            self.spark.udf.register(udf.name, _spark_udf(udf))
+
+    def result(self, sql):
+        return self.spark.sql(sql)
+
+    @contextmanager
+    def views(self, **frames) -> Iterator[dict[str, exp.Expression]]:
+        """The DataFrames `frames` as temporary views named for this run (Names), as table expressions by the
+        same keys (for render()), dropped on leaving. A result() taken inside outlives them: Spark resolves
+        a view into the query's plan as spark.sql() analyzes it (pyspark's own spark.sql(text, df=frame) drops
+        its views as it returns, likewise). The engine needs a classic session (Spark Connect has no
+        SparkContext, and analyzes later)."""
+        names = Names()
+        try:
+            held = {}
+            for what, frame in frames.items():
+                name = names.real(names(what))  # the prefix is ours, never user input
+                frame.createOrReplaceTempView(name)
+                held[what] = exp.Table(this=exp.to_identifier(name))
+            yield held
+        finally:
+            for name in names.made:
+                self.drop(name)
 
     def begin(self, step):
         # Spark's UI and REST API show each job under its step (bench/bench_spark.py reads them)

@@ -65,8 +65,11 @@ def test_bounded_aggregates_are_equal_on_both_engines(spark, seed, m, r):
 def test_noisy_release_on_spark_states_the_same_scale_and_releases_every_public_group(spark):
     people = pd.DataFrame({"person": range(300), "grp": [i % 6 for i in range(300)]})
     groups = pd.DataFrame({"grp": range(8)})  # groups 6 and 7 have no rows
-    frame = dspark.dp_aggregate(spark, spark.createDataFrame(people), ["grp"], privacy_unit_column="person", epsilon=0.5,
-                                delta=0, max_groups_contributed=2, public_groups=spark.createDataFrame(groups)).toPandas()
+    released = dspark.dp_aggregate(spark, spark.createDataFrame(people), ["grp"], privacy_unit_column="person", epsilon=0.5,
+                                   delta=0, max_groups_contributed=2, public_groups=spark.createDataFrame(groups))
+    frame = released.toPandas().sort_values("grp").reset_index(drop=True)
+    # the noise was drawn once: a second action reads the same figures (a lazy query would draw anew)
+    assert released.toPandas().sort_values("grp").reset_index(drop=True).equals(frame)
     assert sorted(frame["grp"]) == list(range(8))
     assert (frame["count_ci_high"] - frame["count"]).round(6).unique().tolist() == [round(2 / 0.5 * math.log(20), 6)]
     assert (frame["count"] - 50).abs()[frame["grp"] < 6].max() < 4 / 0.5 * 10  # Laplace(4) beyond 40: p < 5e-5 each
@@ -110,3 +113,18 @@ def test_bounds_chosen_on_spark_follow_the_rule(spark):
                                 delta=1e-6, value="x").toPandas()
     chosen = frame[["max_groups_contributed", "min_value", "max_value"]].drop_duplicates().values.tolist()
     assert expected == 2 and chosen == [[2, 1.0, 5.0]] and len(frame) >= 0.9 * max(released.values())
+
+
+def test_no_view_outlives_a_call_and_odd_column_names_read_whole(spark):
+    # names with a backquote, a dot and a space go through the engine's quoting; the views the query read are
+    # dropped as the call returns, and the DataFrame it returned still reads its rows
+    people = pd.DataFrame({"person id": range(40), "a`b.c": [i % 3 for i in range(40)], "x y": [float(i % 7) - 1 for i in range(40)]})
+    out = dspark.bounded_aggregates(spark, spark.createDataFrame(people), ["a`b.c"], privacy_unit_column="person id",
+                                    value="x y", max_groups_contributed=1, min_value=0, max_value=4, key="k")
+    left = [t.name for t in spark.catalog.listTables() if t.isTemporary and t.name.startswith(("__anon_", "__dp_"))]
+    assert left == []
+    got = out.toPandas().sort_values("a`b.c").reset_index(drop=True)
+    expected = people.assign(c=people["x y"].clip(0, 4) - 2).groupby("a`b.c", as_index=False).agg(
+        persons=("person id", "nunique"), rows=("person id", "size"), centered_sum=("c", "sum"))
+    assert got["a`b.c"].tolist() == [0, 1, 2] and got["persons"].tolist() == expected["persons"].tolist()
+    assert got["rows"].tolist() == expected["rows"].tolist() and (got["centered_sum"] - expected["centered_sum"]).abs().max() < 1e-9

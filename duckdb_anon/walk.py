@@ -32,8 +32,9 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import duckdb
 import numpy as np
+
+from duckdb_anon.engines.duckdb_engine import create_function
 
 METHODS = ("hit_and_run", "forward")
 
@@ -203,15 +204,7 @@ def register(con) -> None:
 
     Connections of one process to the same database file share one database instance and its functions:
     a second connection finds the function registered already, by the first, and uses it."""
-    try:
-        con.remove_function("anon_random_walk")
-    except Exception:  # not registered yet on this connection
-        pass
-    try:
-        con.create_function("anon_random_walk", _udf,
-                            ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
-                             "DOUBLE[]", "DOUBLE[]", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
-                            type="arrow", side_effects=False)
-    except duckdb.CatalogException as err:
-        if "already exists" not in str(err):
-            raise
+    create_function(con, "anon_random_walk", _udf,
+                    ["DOUBLE[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BOOLEAN[]",
+                     "DOUBLE[]", "DOUBLE[]", "BIGINT", "BIGINT", "VARCHAR"], "DOUBLE[]",
+                    type="arrow", side_effects=False)

@@ -21,6 +21,7 @@ import json
 import duckdb
 
 from duckdb_anon import relations
+from duckdb_anon.engines.duckdb_engine import create_function
 from duckdb_anon.relations import Catalog, RelationError
 
 
@@ -174,15 +175,7 @@ def _udf(fn, relation, puc, public_groups, catalog, rows) -> str:
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Register ``anon_dp_lineage_json`` on `con` (see noise.register: a second connection to the same
     database may find it registered)."""
-    try:
-        con.remove_function("anon_dp_lineage_json")
-    except Exception:  # not registered yet on this connection
-        pass
-    try:
-        con.create_function("anon_dp_lineage_json", _udf, ["VARCHAR"] * 6, "VARCHAR", null_handling="special")
-    except duckdb.CatalogException as err:
-        if "already exists" not in str(err):
-            raise
+    create_function(con, "anon_dp_lineage_json", _udf, ["VARCHAR"] * 6, "VARCHAR", null_handling="special")
 
 
 def lineage(con: duckdb.DuckDBPyConnection, fn: str, relation, puc, public_groups=None) -> dict:

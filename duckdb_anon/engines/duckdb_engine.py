@@ -38,21 +38,27 @@ def _batch(udf: Udf):
     return call
 
 
+def create_function(con: duckdb.DuckDBPyConnection, name: str, fn, params: list[str], returns: str, **options) -> None:
+    """``con.create_function`` replacing an earlier version. Connections of one process to the same database
+    file share one database instance and its functions: a second connection may find the function
+    registered by the first, and uses it."""
+    try:
+        con.remove_function(name)
+    except Exception:  # not registered yet on this connection
+        pass
+    try:
+        con.create_function(name, fn, params, returns, **options)
+    except duckdb.CatalogException as err:
+        if "already exists" not in str(err):
+            raise
+
+
 def register_udfs(con: duckdb.DuckDBPyConnection, udfs: tuple[Udf, ...]) -> None:
-    """Register `udfs` on `con`, replacing earlier versions (a second connection to the same database finds
-    them registered by the first)."""
+    """Register `udfs` on `con` (:func:`create_function`)."""
     for udf in udfs:
-        try:
-            con.remove_function(udf.name)
-        except Exception:  # not registered yet on this connection
-            pass
-        try:
-            con.create_function(udf.name, _batch(udf) if udf.batch else udf.fn, list(udf.params), udf.returns,
-                                type="arrow" if udf.batch else "native", side_effects=udf.fresh,
-                                null_handling="special" if udf.batch else "default")
-        except duckdb.CatalogException as err:  # another connection to the same database registered it
-            if "already exists" not in str(err):
-                raise
+        create_function(con, udf.name, _batch(udf) if udf.batch else udf.fn, list(udf.params), udf.returns,
+                        type="arrow" if udf.batch else "native", side_effects=udf.fresh,
+                        null_handling="special" if udf.batch else "default")
 
 
 class DuckDBEngine(Engine):

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import duckdb
 
+from duckdb_anon.engines.duckdb_engine import create_function
+
 _folder: Path | None = None
 
 
@@ -57,16 +59,8 @@ NAME = "km_anonymity_needs_the_duckdb_anon_python_package"
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register the UDF on `con` (as walk.register does)."""
-    try:
-        con.remove_function(NAME)
-    except Exception:  # not registered yet on this connection
-        pass
-    try:
-        con.create_function(NAME, _release(con),
-                            ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT",
-                             "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
-                            "VARCHAR", null_handling="special", side_effects=False)
-    except duckdb.CatalogException as err:
-        if "already exists" not in str(err):
-            raise
+    """Register the UDF on `con`."""
+    create_function(con, NAME, _release(con),
+                    ["VARCHAR", "VARCHAR[]", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT",
+                     "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
+                    "VARCHAR", null_handling="special", side_effects=False)

@@ -130,6 +130,12 @@ CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
                   ' UNION ALL ')
     END;
 
+-- The error when the hierarchy of QI `qi` lacks the value `v` (as text; NULL: the column's NULL) of its
+-- column: mondrian()'s cells raise it (10_mondrian.sql), the level driver too (on a private DuckDB).
+CREATE OR REPLACE MACRO anon_missing_leaf(fn, qi, v) AS
+    error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || qi || ''' has no leaf '
+          || coalesce('''' || v || '''', 'for NULL') || ', a value of the column');
+
 -- The hierarchies' leaves, validated, with codes: (qi, leaf, path, code, anc) where anc lists the code runs'
 -- starts (lo) of the leaf's ancestors from the root down to the leaf itself. `fn` names the calling function
 -- in errors. Rejected: a path that repeats a name (a cycle), several roots, a node with two parents, a leaf

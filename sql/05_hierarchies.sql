@@ -174,8 +174,8 @@ GROUP BY c.qi, c.leaf, c.path, c.code;
 
 -- One row: per QI (lower-case name) its leaf codes (MAP leaf -> code), its nodes root first
 -- (LIST of {name, lo, hi, depth}) and its number of leaves. NULL maps when there are no hierarchies: that
--- row is written as a constant, since binding the machinery below costs every plain mondrian() call about
--- 20 ms per use (it is used twice). query() gets fixed text and escaped literals only.
+-- row is written as a constant, so that a plain mondrian() call does not bind the machinery below (it is
+-- used twice). query() gets fixed text and escaped literals only.
 CREATE OR REPLACE MACRO anon_hierarchy_maps(fn, hierarchy_sql, checked := true) AS TABLE
 FROM query(CASE WHEN coalesce(hierarchy_sql, anon_no_hierarchies()) = anon_no_hierarchies()
                 THEN 'SELECT NULL::MAP(VARCHAR, MAP(VARCHAR, BIGINT)) AS codes, '

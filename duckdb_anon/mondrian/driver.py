@@ -187,14 +187,15 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
             step(attempt, "attempt", state=state, cands=cands)
             if mode == "strict":
                 step(fallback, "fallback", state=state, cands=cands, attempt=attempt)
-            step(decided, "decisions", cands=cands, attempt=attempt, fallback=fallback)
+            step(decided, "decisions", cands=cands, attempt=attempt, **({"fallback": fallback} if mode == "strict" else {}))
         else:
             step(decided, "level", state=state, span=span)
         step(final, "finished", state=state, decided=decided)
         if loop.count(names.real(decided)) == 0:
             break
         loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
-        step(following, "cut", state=state, decided=decided, sides=sides)
+        # (a placeholder names only what the step reads: the plain cut has a CTE of its own named sides)
+        step(following, "cut", state=state, decided=decided, **({"sides": sides} if checked else {}))
         state, following = following, state
         pieces = loop.count(names.real(state))
     labels = names("labels")

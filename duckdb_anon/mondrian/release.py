@@ -31,7 +31,7 @@ def labels(plan: Plan) -> str:
         else:
             temporal = "true" if qi.kind == TEMPORAL else "false"
             mean = "CAST(NULL AS DOUBLE)" if qi.kind == TEMPORAL else f"b.vsum{d} / b.vrows{d}"
-            cols.append([f"anon_label_text(b.lo{d}, b.hi{d}, CAST([] AS VARCHAR[]), b.nulls{d} > 0, true, {temporal})",
+            cols.append([f"anon_label_text(b.lo{d}, b.hi{d}, [CAST(NULL AS VARCHAR)], b.nulls{d} > 0, true, {temporal})",  # (a list Spark can fold)
                          f"b.lo{d}", f"b.hi{d}", mean])
     sums = [f"min(k{d}) AS klo{d}, max(k{d}) AS khi{d}" for d in plan.models.hier]
     for d, qi in enumerate(plan.qis):

@@ -1,13 +1,21 @@
 -- Helpers shared by every duckdb-anon macro. Pure SQL: they work from any DuckDB connection that opens a
 -- database file where duckdb_anon.install() once ran, with or without the Python package.
 
--- Is a value's type ordered by magnitude (ranges make sense) rather than by category?
--- DATE and TIMESTAMP count as numeric: their width is a duration.
-CREATE OR REPLACE MACRO anon_is_numeric(x) AS
-    regexp_matches(typeof(x),
-        '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*|DATE|TIMESTAMP.*)$');
+-- How Mondrian orders a value of the DuckDB type named `t` (as typeof() and DESCRIBE write it):
+-- 'temporal' (dates and timestamps: by time, their width a duration), 'numeric' (by magnitude),
+-- 'categorical' (text, ENUM, BOOLEAN and times of day: by category), or NULL (cannot be generalized).
+-- The one home of the column kinds: the macros below read it, and so do the engines (duckdb_anon.engines).
+CREATE OR REPLACE MACRO anon_qi_kind(t) AS
+    CASE WHEN regexp_matches(t, '^(DATE|TIMESTAMP.*)$') THEN 'temporal'
+         WHEN regexp_matches(t, '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$')
+              THEN 'numeric'
+         WHEN regexp_matches(t, '^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$') THEN 'categorical' END;
 
-CREATE OR REPLACE MACRO anon_is_temporal(x) AS regexp_matches(typeof(x), '^(DATE|TIMESTAMP.*)$');
+-- Is a value's type ordered by magnitude (ranges make sense) rather than by category? Dates and timestamps
+-- count: their width is a duration.
+CREATE OR REPLACE MACRO anon_is_numeric(x) AS coalesce(anon_qi_kind(typeof(x)) IN ('numeric', 'temporal'), false);
+
+CREATE OR REPLACE MACRO anon_is_temporal(x) AS coalesce(anon_qi_kind(typeof(x)) = 'temporal', false);
 
 -- A DOUBLE that orders numeric and temporal values (microseconds since the epoch for dates and times).
 -- try_cast binds for every type, so one expression serves a COLUMNS() list of mixed types.
@@ -34,8 +42,9 @@ CREATE OR REPLACE MACRO anon_check(bad, fn, arg, msg) AS
 -- One category value as it is written in a text label: a backslash escapes the label's own characters
 -- (the separator ',', the braces '{' '}' and the backslash itself), and the texts 'NULL' and '*' read
 -- '\NULL' and '\*', so that neither is taken for NULL inside a set or for a suppressed row. A value
--- without those characters is written as it is. NULL (inside a set) is written NULL.
--- duckdb_anon/mondrian/plan.py writes the same rule for other engines.
+-- without those characters is written as it is. NULL (inside a set) is written NULL. The one home of the
+-- label rules (with anon_label_text): the level driver calls them, Spark inlines them
+-- (duckdb_anon/mondrian/release.py).
 CREATE OR REPLACE MACRO anon_label_escape(v) AS
     CASE WHEN v IS NULL THEN 'NULL'
          WHEN v::VARCHAR IN ('NULL', '*') THEN '\' || v::VARCHAR

@@ -130,6 +130,12 @@ CREATE OR REPLACE MACRO anon_hierarchy_sql(fn, hierarchies, qis) AS
                   ' UNION ALL ')
     END;
 
+-- The error when the hierarchy of QI `qi` lacks the value `v` (as text; NULL: the column's NULL) of its
+-- column: mondrian()'s cells raise it (10_mondrian.sql), the level driver too (on a private DuckDB).
+CREATE OR REPLACE MACRO anon_missing_leaf(fn, qi, v) AS
+    error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || qi || ''' has no leaf '
+          || coalesce('''' || v || '''', 'for NULL') || ', a value of the column');
+
 -- The hierarchies' leaves, validated, with codes: (qi, leaf, path, code, anc) where anc lists the code runs'
 -- starts (lo) of the leaf's ancestors from the root down to the leaf itself. `fn` names the calling function
 -- in errors. Rejected: a path that repeats a name (a cycle), several roots, a node with two parents, a leaf
@@ -168,8 +174,8 @@ GROUP BY c.qi, c.leaf, c.path, c.code;
 
 -- One row: per QI (lower-case name) its leaf codes (MAP leaf -> code), its nodes root first
 -- (LIST of {name, lo, hi, depth}) and its number of leaves. NULL maps when there are no hierarchies: that
--- row is written as a constant, since binding the machinery below costs every plain mondrian() call about
--- 20 ms per use (it is used twice). query() gets fixed text and escaped literals only.
+-- row is written as a constant, so that a plain mondrian() call does not bind the machinery below (it is
+-- used twice). query() gets fixed text and escaped literals only.
 CREATE OR REPLACE MACRO anon_hierarchy_maps(fn, hierarchy_sql, checked := true) AS TABLE
 FROM query(CASE WHEN coalesce(hierarchy_sql, anon_no_hierarchies()) = anon_no_hierarchies()
                 THEN 'SELECT NULL::MAP(VARCHAR, MAP(VARCHAR, BIGINT)) AS codes, '

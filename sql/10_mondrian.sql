@@ -3,8 +3,7 @@
 -- Layout of the computation:
 --   anon_numbered   every source row with its scan position (1-based): the row identity.
 --   anon_cells      rows with identical QI values collapse into one weighted "cell". Strict Mondrian never
---                   separates identical rows, so partitioning cells is exact and far cheaper (Adult: 30,162
---                   rows -> 18,109 cells; a 10M-row sample of it -> about 100k cells). Each cell gets one
+--                   separates identical rows, so partitioning cells is exact and far cheaper. Each cell gets one
 --                   DOUBLE order key per QI: the value for numbers and dates, the leaf's code under a
 --                   hierarchy (05_hierarchies.sql), the category's rank otherwise. With a sensitive column,
 --                   a cell also shares its sensitive value, so every cut can count the values on each side.
@@ -14,16 +13,16 @@
 --                   never collide. Plain calls run the recursion generated from the level plan
 --                   (duckdb_anon/mondrian/macros.py); hierarchies (a hierarchical QI cuts into the covering
 --                   node's children), models and suppression the one generated from its checked cuts
---                   (duckdb_anon/mondrian/checked_macros.py).
+--                   (duckdb_anon/mondrian/checked_macros.py). The cells, their keys and the errors about
+--                   them live here once; the level driver and Spark read them (duckdb_anon/mondrian/cells.py).
 --   anon_mondrian_labelled  labels made once per class (text, typed bounds, mean) and attached to cells;
 --                   each source row finds its cell by a hash of its QI values (relaxed mode may cut a cell into
 --                   pieces to share ties; those rows go to pieces in row order).
 --   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
 --                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
 
--- Can a QI of x's type be generalized: a number, date or time, text, ENUM or BOOLEAN?
-CREATE OR REPLACE MACRO anon_is_generalizable(x) AS
-    anon_is_numeric(x) OR regexp_matches(typeof(x), '^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$');
+-- Can a QI of x's type be generalized (anon_qi_kind, 00_helpers.sql)?
+CREATE OR REPLACE MACRO anon_is_generalizable(x) AS anon_qi_kind(typeof(x)) IS NOT NULL;
 
 -- Is column `c` one of the QIs? Names match as DuckDB matches them, whatever their case.
 CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, lambda q: lower(q)), lower(c));
@@ -62,8 +61,8 @@ grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its se
     FROM anon_numbered(table_name, qis := qis, sensitive := sensitive) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
 appearance AS (  -- categorical_order 'appearance': per category QI (lower-case name) a MAP from each value (as
-                 -- text) to its code, the rank of the value's first cell, and the code of NULL. One grouping
-                 -- of (QI, value) pairs: two windows per QI over every cell cost about three times as much.
+                 -- text) to its code, the rank of the value's first cell, and the code of NULL: one grouping
+                 -- of (QI, value) pairs rather than two windows per QI over every cell.
     SELECT map_from_entries(list({'key': qi, 'value': codes})) AS codes,
            map_from_entries(list({'key': qi, 'value': null_code})) AS null_codes
     FROM (SELECT qi, coalesce(map_from_entries(list({'key': v, 'value': code}) FILTER (WHERE v IS NOT NULL)), MAP {}) AS codes,
@@ -85,9 +84,7 @@ SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s,
        {'v': COLUMNS(qis),
         'k': CASE WHEN hier.codes[lower(alias(COLUMNS(qis)))] IS NOT NULL
                   THEN coalesce(hier.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
-                                error(fn || '(): argument ''hierarchies'': the hierarchy of ''' || alias(COLUMNS(qis))
-                                      || ''' has no leaf ' || coalesce('''' || COLUMNS(qis)::VARCHAR || '''', 'for NULL')
-                                      || ', a value of the column'))::DOUBLE
+                                anon_missing_leaf(fn, alias(COLUMNS(qis)), COLUMNS(qis)::VARCHAR))::DOUBLE
                   WHEN anon_is_numeric(COLUMNS(qis)) THEN anon_numeric_key(COLUMNS(qis))
                   -- the window orders by a constant where its rank is not used (a number, the other order),
                   -- so only the categories' windows sort
@@ -99,13 +96,17 @@ SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s,
 FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true;
 
 -- The hash by which a source row finds its cell (anon_mondrian_labelled): of the row's QI values as one
--- STRUCT and its sensitive value. A join on this number costs a third of a join on the STRUCT itself
--- (1M rows); two cells sharing a hash are refused there, so no row can find another's cell.
+-- STRUCT and its sensitive value (a join on a number is cheaper than one on the STRUCT itself); two cells
+-- sharing a hash are refused there, so no row can find another's cell.
 CREATE OR REPLACE MACRO anon_cell_hash(key, s) AS hash(key, s);
 
+-- The key a NULL takes in a numeric QI whose keys run from lo to hi: it sorts after every value, one
+-- table range beyond the largest (at least 1); 0 when the column is all NULL.
+CREATE OR REPLACE MACRO anon_null_key(lo, hi) AS coalesce(hi + greatest(hi - lo, 1), 0);
+
 -- The cells of anon_cells() with their QI keys as one list, __anon_keys, in the order of the qis list (ties
--- between QIs go to the earliest listed); a NULL in a numeric QI sorts after every value, one table-range
--- beyond the largest. Both partitioners read their keys from here.
+-- between QIs go to the earliest listed), a NULL number keyed by anon_null_key. Both partitioners read
+-- their keys from here.
 CREATE OR REPLACE MACRO anon_keyed_cells(fn, table_name, qis, categorical_order, hierarchy_sql, sensitive) AS TABLE
 WITH
 cells AS MATERIALIZED (
@@ -116,7 +117,7 @@ qi_order AS (  -- COLUMNS(list) expands in the table's column order, as in the c
                                                                       lambda name: lower(name)), lower(q))) AS perm
     FROM cells LIMIT 1),
 nulls AS (  -- per QI, in the list's order, the key a NULL takes
-    SELECT list_transform(bounds, lambda b: coalesce(b.hi + greatest(b.hi - b.lo, 1), 0)) AS fill
+    SELECT list_transform(bounds, lambda b: anon_null_key(b.lo, b.hi)) AS fill
     FROM (SELECT list_select([*COLUMNS(qis)], o.perm) AS bounds
           FROM (SELECT {'lo': min(struct_extract(COLUMNS(qis), 'k')), 'hi': max(struct_extract(COLUMNS(qis), 'k'))} FROM cells),
                qi_order o))
@@ -131,9 +132,9 @@ FROM (SELECT __anon_all, list_select([*COLUMNS(qis)], o.perm) AS keys
 -- Partition the cells. Returns (cell, off, n, part, __anon_s, __anon_hash, <one {'v', 'k'} column per QI>):
 -- rows off .. off+n-1 (in row order) of cell `cell` belong to partition `part` (-1: suppressed).
 -- Both recursions are generated from the level plan: plain calls (no hierarchy, model or suppression) run
--- duckdb_anon/mondrian/macros.py's (anon_level_partition_<width>_<mode>_<rule>); the others, and plain calls
--- with more QIs than those shapes hold, the checked recursion of mondrian/checked_macros.py, installed as
--- text (anon_checked_partition_sql) and run with the call's arguments put in as escaped literals.
+-- the partitioner anon_level_partitioner names (generated by duckdb_anon/mondrian/macros.py); the others,
+-- and plain calls with more QIs than those shapes hold, the checked recursion of mondrian/checked_macros.py,
+-- installed as text (anon_checked_partition_sql) and run with the call's arguments put in as escaped literals.
 CREATE OR REPLACE MACRO anon_partition(fn, table_name, qis, k, mode, categorical_order, rule, hierarchy_sql, sensitive, model) AS TABLE
 SELECT * FROM query(
     CASE WHEN hierarchy_sql = anon_no_hierarchies() AND sensitive IS NULL AND coalesce(struct_extract(model, 'suppress'), 0) = 0
@@ -150,19 +151,14 @@ SELECT * FROM query(
                    'hierarchy_sql': anon_sql_literal(hierarchy_sql), 'sensitive': coalesce(anon_sql_literal(sensitive), 'NULL'),
                    'model': anon_model_struct_sql(model)}) END);
 
--- `text` with each argument mark (__anon_arg__<name>__anon_arg__) replaced by args[name], in one pass, so
--- an argument's own text is never searched for marks. The values are SQL the caller quoted.
+-- `text` with each parameter __p_<name> (a name of `args`' keys, followed by a character no name holds)
+-- replaced by args[name], in one pass, so an argument's own text is never searched. The values are SQL the
+-- caller quoted.
 CREATE OR REPLACE MACRO anon_fill_sql(text, args) AS
-    array_to_string(list_transform(string_split(text, '__anon_arg__'),
-                                   lambda piece, i: CASE WHEN i % 2 = 0 THEN args[piece] ELSE piece END), '');
-
--- The generated partitioner serving `q` QIs in `mode` under split rule `rule`, or NULL when none is
--- installed (duckdb_anon.mondrian.macros.SHAPES lists them: 8 key columns, unused ones 0 and never cut; 16
--- for split rule 'actual'. Each one costs every install about 10 ms, so the rarer shapes have none).
-CREATE OR REPLACE MACRO anon_level_partitioner(q, mode, rule) AS
-    CASE WHEN mode NOT IN ('strict', 'relaxed') OR rule NOT IN ('actual', 'inherited') THEN NULL  -- names from known words only
-         WHEN q <= 8 THEN 'anon_level_partition_8_' || mode || '_' || rule
-         WHEN q <= 16 AND rule = 'actual' THEN 'anon_level_partition_16_' || mode || '_actual' END;
+    array_to_string(list_transform(string_split(text, '__p_'),
+                                   lambda piece, i: CASE WHEN i = 1 THEN piece
+                                                         ELSE args[regexp_extract(piece, '^[a-z_]+')]
+                                                              || regexp_replace(piece, '^[a-z_]+', '') END), '');
 
 -- A model STRUCT {'l', 'l_kind', 'c', 't', 'suppress'} written back as SQL text.
 CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
@@ -172,17 +168,28 @@ CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
     || coalesce(struct_extract(model, 't')::VARCHAR, 'NULL') || '::DOUBLE, ''suppress'': '
     || coalesce(struct_extract(model, 'suppress')::VARCHAR, 'NULL') || '::DOUBLE}';
 
--- Fails naming `fn` and the argument (l, else t) when the whole table does not satisfy `model` in the
--- `sensitive` column (then no cut ever would); `hist`, `q`, `cq`, `ordered` as anon_model_holds reads them.
--- The checked partitioners (duckdb_anon/mondrian/checked_macros.py) check it before their first cut.
-CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, hist, q, cq, ordered) AS
-    anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(hist, model, q, cq, ordered),
-               fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
+-- The error naming `fn` and the argument (l, else t) when the whole table does not satisfy `model` in the
+-- `sensitive` column (then no cut ever would), given the table's `diversity` of the model's l_kind. The
+-- level driver raises it too (duckdb_anon/mondrian/driver.py, on a private DuckDB).
+CREATE OR REPLACE MACRO anon_model_unmet(fn, sensitive, model, diversity) AS
+    anon_check(true, fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
                'cannot be met: the whole table is only '
-               || CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(hist)::VARCHAR || ' (distinct)'
-                       WHEN 'entropy' THEN round(anon_entropy_l(hist), 3)::VARCHAR || ' (entropy)'
-                       ELSE anon_recursive_l(hist, struct_extract(model, 'c'))::VARCHAR || ' (recursive)' END
-               || '-diverse in ''' || coalesce(sensitive, '') || '''');
+               || CASE WHEN struct_extract(model, 'l_kind') = 'entropy' THEN round(diversity, 3)::VARCHAR
+                       ELSE diversity::BIGINT::VARCHAR END
+               || ' (' || CASE WHEN struct_extract(model, 'l_kind') IN ('distinct', 'entropy') THEN struct_extract(model, 'l_kind')
+                               ELSE 'recursive' END
+               || ')-diverse in ''' || coalesce(sensitive, '') || '''');
+
+-- anon_model_unmet's error when the whole table does not satisfy `model`; `hist`, `q`, `cq`, `ordered` as
+-- anon_model_holds reads them. The checked partitioners (duckdb_anon/mondrian/checked_macros.py) check it
+-- before their first cut.
+CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, hist, q, cq, ordered) AS
+    CASE WHEN sensitive IS NOT NULL AND NOT anon_model_holds(hist, model, q, cq, ordered)
+         THEN anon_model_unmet(fn, sensitive, model,
+                               CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(hist)
+                                    WHEN 'entropy' THEN anon_entropy_l(hist)
+                                    ELSE anon_recursive_l(hist, struct_extract(model, 'c')) END)
+         ELSE true END;
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
 -- __anon_class, __anon_size, and each QI replaced by its class's label STRUCT(text, lo, hi, mean): the
@@ -266,7 +273,8 @@ JOIN labels lb ON lb.part = p.part;
 
 -- mondrian(): the release. Every source row and column, in the source's column order, each QI replaced by
 -- its class's generalisation: `shape` 'text' (the rendering) or 'typed' (STRUCT(lo, hi, mean)). Rows come
--- in no particular order (sorting 1M rows back into source order cost 0.35 s); add ORDER BY where it matters.
+-- in no particular order (sorting them back into source order costs time few callers need); add ORDER BY
+-- where it matters.
 -- The NULL-typed empty first branch only fixes the column order; UNION BY NAME takes types from the rows.
 CREATE OR REPLACE MACRO anon_mondrian_release(shape, table_name, qis, k, mode, categorical_order, split_rule,
                                               hierarchy_sql, sensitive, model) AS TABLE

@@ -159,7 +159,7 @@ CREATE OR REPLACE MACRO anon_published_columns(fn, columns, qis, keep) AS
 -- The release's SQL `release_sql` restricted to the QIs and `keep` (unchanged when keep is NULL). The
 -- table's columns are checked against keep when the query runs (an error naming fn and 'keep').
 -- release_sql appears once: a macro argument written twice is bound twice, and mondrian()'s is the
--- whole checked call (about 8 ms of CPU to bind).
+-- whole checked call.
 CREATE OR REPLACE MACRO anon_keep_select(fn, table_name, qis, keep, release_sql) AS
     CASE WHEN anon_keep_list(fn, qis, keep) IS NULL THEN ''
          ELSE 'SELECT COLUMNS(lambda c: list_contains('
@@ -172,16 +172,19 @@ CREATE OR REPLACE MACRO anon_keep_select(fn, table_name, qis, keep, release_sql)
                  || anon_sql_list(anon_keep_list(fn, qis, keep)) || ')) >= 0 FROM (DESCRIBE FROM query_table('
                  || anon_sql_literal(table_name) || ')))' END;
 
+-- The release macro of mondrian()'s `output` ('text' or 'typed'); anything else is an error naming fn.
+CREATE OR REPLACE MACRO anon_mondrian_shape(fn, output) AS
+    CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
+         ELSE error(fn || '(): argument ''output'' must be ''text'' or ''typed'', got '
+                    || coalesce('''' || output::VARCHAR || '''', 'NULL')) END;
+
 -- mondrian(): the release (see 10_mondrian.sql for the algorithm and README.md for the arguments).
 CREATE OR REPLACE MACRO mondrian(table_name, qis, k, mode := 'strict', output := 'text',
                                  categorical_order := 'appearance', split_rule := 'actual', hierarchies := NULL,
                                  sensitive := NULL, l := NULL, l_kind := 'distinct', c := 2, t := NULL,
                                  max_suppression := 0, keep := NULL) AS TABLE
 SELECT * FROM query(anon_keep_select('mondrian', table_name, qis, keep, anon_mondrian_call('mondrian',
-    CASE WHEN output = 'typed' THEN 'anon_mondrian_typed' WHEN output = 'text' THEN 'anon_mondrian_text'
-         ELSE error('mondrian(): argument ''output'' must be ''text'' or ''typed'', got '
-                    || coalesce('''' || output::VARCHAR || '''', 'NULL')) END,
-    table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression)));
+    anon_mondrian_shape('mondrian', output), table_name, qis, k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c, t, max_suppression)));
 
 -- One row per source row: row_id (scan position, 1-based), class_id, class_size, and per QI the typed class
 -- bounds STRUCT(lo, hi, mean). Materialize it to reuse a partitioning.

@@ -146,7 +146,7 @@ def test_mondrian_and_its_keep_on_hostile_names(hostile):
 
 def test_level_driver_and_frozen_releases_on_hostile_names(hostile):
     con, table = hostile
-    levels.mondrian(con, table, [QI_AGE, QI_ZIP], 5, into=table + " levels", keep=[DIAG])
+    mondrian.mondrian(con, table, [QI_AGE, QI_ZIP], 5, into=table + " levels", keep=[DIAG])
     assert class_sizes(con, quoted(table + " levels"), [QI_AGE, QI_ZIP]) >= 5
     arguments = ([QI_AGE, QI_ZIP], 5)
     published = publish_mondrian(con, table, release_name(con, publish_mondrian, table, (table,), *arguments), *arguments,

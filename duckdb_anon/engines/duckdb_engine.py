@@ -2,28 +2,27 @@
 from __future__ import annotations
 
 import inspect
-import re
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine, Udf
-
-_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
-                      r"FLOAT|DOUBLE|DECIMAL.*)$")
-_TEMPORAL = re.compile(r"^(DATE|TIMESTAMP.*)$")
-_CATEGORICAL = re.compile(r"^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$")
+from duckdb_anon import sql_rules
+from duckdb_anon.engines.base import QI, TEMPORAL, Engine, Udf
 
 
-def duckdb_column(name: str, type_name: str) -> QI:
-    """How Mondrian orders a DuckDB column (kind None: it cannot generalize it), as ``anon_is_generalizable``."""
-    if _NUMERIC.match(type_name):
-        return QI(name, NUMERIC)
-    if _TEMPORAL.match(type_name):
-        return QI(name, TEMPORAL, "epoch_us(CAST({x} AS TIMESTAMP))")
-    return QI(name, CATEGORICAL if _CATEGORICAL.match(type_name) else None)
+def duckdb_columns(columns: list[tuple[str, str]]) -> list[QI]:
+    """How Mondrian orders DuckDB columns (name, type name): each a QI of the kind the SQL rule
+    anon_qi_kind gives (None: it cannot generalize it), a temporal one keyed by anon_numeric_key."""
+    con = sql_rules.private_duckdb("anon_qi_kind")
+    try:
+        kinds = con.execute("SELECT list_transform(?::VARCHAR[], lambda t: anon_qi_kind(t))",
+                            [[type_name for _, type_name in columns]]).fetchall()[0][0]
+    finally:
+        con.close()
+    return [QI(name, kind, "anon_numeric_key({x})" if kind == TEMPORAL else "")
+            for (name, _), kind in zip(columns, kinds)]
 
 
 def _batch(udf: Udf):
@@ -79,7 +78,7 @@ class DuckDBEngine(Engine):
             described = con.execute("DESCRIBE SELECT * FROM query_table(?)", [table_name]).fetchall()
         except duckdb.Error as err:
             raise ValueError(f"{fn}(): argument 'table_name': cannot read {table_name!r}: {err}") from None
-        self._columns = [duckdb_column(row[0], row[1]) for row in described]
+        self._columns = duckdb_columns([(row[0], row[1]) for row in described])
 
     def source(self) -> exp.Expression:
         # query_table() reads the name as mondrian() does; a literal cannot escape its quotes

@@ -8,10 +8,18 @@ from contextlib import contextmanager
 
 from sqlglot import exp
 
-from duckdb_anon.engines.base import CATEGORICAL, NUMERIC, QI, TEMPORAL, Engine, Names, Udf
+from duckdb_anon.engines.base import QI, TEMPORAL, Engine, Names, Udf
 
-_NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType")
-_CATEGORICAL = ("StringType", "BooleanType", "VarcharType", "CharType")
+# Spark's types under DuckDB's names, for the SQL rule of the column kinds (anon_qi_kind); a type not
+# listed keeps its Spark name, which the rule does not know (it cannot be generalized)
+_DUCKDB_TYPES = {"ByteType": "TINYINT", "ShortType": "SMALLINT", "IntegerType": "INTEGER", "LongType": "BIGINT",
+                 "FloatType": "FLOAT", "DoubleType": "DOUBLE", "DecimalType": "DECIMAL", "StringType": "VARCHAR",
+                 "VarcharType": "VARCHAR", "CharType": "VARCHAR", "BooleanType": "BOOLEAN", "DateType": "DATE",
+                 "TimestampType": "TIMESTAMP WITH TIME ZONE", "TimestampNTZType": "TIMESTAMP"}
+# a temporal column's key in Spark SQL: microseconds since the epoch, as DuckDB's anon_numeric_key
+_TIME_KEYS = {"DateType": "unix_date({x}) * 86400000000",  # days since the epoch
+              "TimestampType": "unix_micros({x})",  # an instant
+              "TimestampNTZType": "unix_micros(to_utc_timestamp({x}, 'UTC'))"}  # wall-clock time read as UTC, as DuckDB
 
 
 def spark_name(name: str) -> str:
@@ -46,18 +54,14 @@ def _spark_udf(udf: Udf):
     return made.asNondeterministic() if udf.fresh else made
 
 
-def spark_column(field) -> QI:
-    """How Mondrian orders a Spark column (kind None: it cannot generalize it)."""
-    kind = type(field.dataType).__name__
-    if kind in _NUMERIC:
-        return QI(field.name, NUMERIC)
-    if kind == "DateType":  # days since the epoch, as DuckDB's epoch_us(date) / 86,400,000,000
-        return QI(field.name, TEMPORAL, "unix_date({x}) * 86400000000")
-    if kind == "TimestampType":  # an instant: microseconds since the epoch
-        return QI(field.name, TEMPORAL, "unix_micros({x})")
-    if kind == "TimestampNTZType":  # wall-clock time read as UTC, as DuckDB reads TIMESTAMP
-        return QI(field.name, TEMPORAL, "unix_micros(to_utc_timestamp({x}, 'UTC'))")
-    return QI(field.name, CATEGORICAL if kind in _CATEGORICAL else None)
+def spark_columns(fields) -> list[QI]:
+    """How Mondrian orders Spark columns (StructFields): each a QI of the kind anon_qi_kind gives its type
+    (None: it cannot generalize it)."""
+    from duckdb_anon.engines.duckdb_engine import duckdb_columns
+
+    spark_types = [type(field.dataType).__name__ for field in fields]
+    kinds = duckdb_columns([(field.name, _DUCKDB_TYPES.get(t, t)) for field, t in zip(fields, spark_types)])
+    return [QI(qi.name, qi.kind, _TIME_KEYS[t] if qi.kind == TEMPORAL else "") for qi, t in zip(kinds, spark_types)]
 
 
 class SparkEngine(Engine):
@@ -78,7 +82,7 @@ class SparkEngine(Engine):
         the engine only runs queries over views()."""
         self.spark, self.view, self.work_dir = spark, view, (work_dir or "").rstrip("/")
         self.frame = frame
-        self._columns = [spark_column(f) for f in frame.schema.fields] if frame is not None else []
+        self._columns = spark_columns(frame.schema.fields) if frame is not None else []
         self.versions: dict[str, int] = {}
         self._driver_con = None  # the DuckDB connection of level_engine(), while it is open
 

@@ -12,7 +12,7 @@ import duckdb
 from sqlglot import exp
 
 from duckdb_anon.engines.base import Names
-from duckdb_anon.engines.duckdb_engine import DuckDBEngine, duckdb_column  # noqa: F401 (public here too)
+from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 from duckdb_anon.mondrian.driver import run
 from duckdb_anon.mondrian.models import Models, hierarchy_queries, model_arguments
 
@@ -34,12 +34,11 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
     By default 'quantile' is taken when nine in ten rows have a QI vector of their own (high-cardinality
     tables, where it is about twice as fast), else 'running'."""
     # mondrian()'s own argument checks (they raise naming the argument); its SQL is not used here
-    con.execute("SELECT anon_mondrian_call('mondrian', 'x', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [table_name, list(qis), k, mode, categorical_order, split_rule, hierarchies, sensitive, l, l_kind, c,
-                 t, max_suppression]).fetchall()
+    con.execute("SELECT anon_mondrian_call('mondrian', anon_mondrian_shape('mondrian', ?), "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [output, table_name, list(qis), k, mode, categorical_order, split_rule, hierarchies, sensitive, l,
+                 l_kind, c, t, max_suppression]).fetchall()
     model = model_arguments(con, "mondrian", qis, mode, sensitive, l, l_kind, c, t, max_suppression)
-    if output not in ("text", "typed"):
-        raise ValueError(f"mondrian(): argument 'output' must be 'text' or 'typed', got {output!r}")
     if medians not in (None, "running", "quantile"):
         raise ValueError(f"mondrian(): argument 'medians' must be 'running', 'quantile' or None, got {medians!r}")
     engine = DuckDBEngine(con, table_name)

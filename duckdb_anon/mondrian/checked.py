@@ -13,6 +13,10 @@ suppression, the rules of ``anon_partition`` (sql/10_mondrian.sql) as level quer
 - Every allowed cut of a partition is judged at once and the widest is taken, ties to the earliest QI.
 - A hierarchical side is named by the partition's offset plus the rows of the sides before it (in code
   order); a numeric cut names its sides as Plan does.
+
+The privacy models themselves live in ``sql/07_models.sql`` (anon_model_holds, called here and inlined for
+Spark), the hierarchies' relations in ``sql/05_hierarchies.sql`` (models.hierarchy_relations). Each method
+returns DuckDB text over placeholders, as Plan's do.
 """
 from __future__ import annotations
 
@@ -24,23 +28,35 @@ class CheckedPlan(Plan):
 
     The level driver knows at each run which QIs have a hierarchy, whether a sensitive column is given and
     the model, and writes them into the text. mondrian()'s generated recursion (checked_macros.py) learns
-    them only at the call: there ``hier_at_call`` is set, every QI position is listed in ``models.hier`` and
-    a QI is cut by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI),
-    and the hooks below (``_sensitive_on``, ``_ordered``, ``_suppress``) read the call's arguments."""
+    them only at the call (`at_call`): every QI position is then listed in ``models.hier`` and a QI is cut
+    by its hierarchy when the partition has a covering node in it (hnode holds rows for the QI), and the
+    sensitive column, the order of its values and the suppression share are the call's parameters
+    (``__p_sensitive``, ``__p_model``; the order read from ``tdist``)."""
 
-    hier_at_call = False
+    def __init__(self, *rules, at_call: bool = False):
+        super().__init__(*rules)
+        self.at_call = at_call
 
     def _sensitive_on(self) -> str:
         """SQL: is a sensitive column given (then every cut has its sides counted)?"""
+        if self.at_call:
+            return "(__p_sensitive IS NOT NULL)"
         return "true" if self.sensitive else "false"
 
     def _ordered(self) -> str:
         """SQL: are the sensitive values ordered (numbers and dates, for t-closeness)?"""
-        return str(self.models.ordered).lower()
+        return "whole.ordered" if self.at_call else str(self.models.ordered).lower()
 
     def _suppress(self) -> str:
         """SQL: the share of rows that may be suppressed (the root's budget is that share of the rows)."""
+        if self.at_call:
+            return "coalesce(struct_extract(__p_model, 'suppress'), 0)"
         return repr(float(self.models.suppress))
+
+    def _root_extra(self) -> str:
+        """The root's pieces also carry their sensitive rank (s) and their partition's suppression budget."""
+        return (f", {'c.s' if self.sensitive else 'CAST(NULL AS BIGINT) AS s'}, "
+                f"CAST(floor({self._suppress()} * s.total_rows) AS BIGINT) AS budget")
 
     def _width(self, d: int) -> str:
         lo, hi = ("rlo", "rhi") if self.rule == "inherited" else ("lo", "hi")
@@ -49,10 +65,10 @@ class CheckedPlan(Plan):
             return numeric
         # the covering node's share of the leaves; a single leaf counts 0
         node = f"CASE WHEN p.hi{d} > p.lo{d} THEN CAST(l{d}.nhi - l{d}.nlo + 1 AS DOUBLE) / l{d}.leaves ELSE 0.0 END"
-        return f"CASE WHEN l{d}.depth IS NOT NULL THEN {node} ELSE {numeric} END" if self.hier_at_call else node
+        return f"CASE WHEN l{d}.depth IS NOT NULL THEN {node} ELSE {numeric} END" if self.at_call else node
 
-    def _candidates(self) -> str:
-        """Per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
+    def candidates(self) -> str:
+        """Over ``state``, ``span`` and ``hnode``: per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
         width; for a hierarchy's QI the depth of the node covering its leaves (nd<d>)."""
         region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
         lcas, joins = [], []
@@ -60,14 +76,14 @@ class CheckedPlan(Plan):
             lcas.append(f"l{d} AS (SELECT g.part, arg_max(h.lo, h.depth) AS nlo, arg_max(h.hi, h.depth) AS nhi, "
                         f"max(h.depth) AS depth, max(h.leaves) AS leaves FROM grp g JOIN hnode h "
                         f"ON h.d = {d} AND h.lo <= g.lo{d} AND h.hi >= g.hi{d} GROUP BY g.part)")
-            joins.append(f"{'LEFT ' if self.hier_at_call else ''}JOIN l{d} ON l{d}.part = p.part")
+            joins.append(f"{'LEFT ' if self.at_call else ''}JOIN l{d} ON l{d}.part = p.part")
         depths = "".join(f", l{d}.depth AS nd{d}" for d in self.models.hier)
         widths = ", ".join(f"{self._width(d)} AS w{d}" for d in range(self.q))
         return f"""
             WITH grp AS (SELECT part, sum(n) AS rows, max(budget) AS budget,
                                 {self._each('min(k{d}) AS lo{d}, max(k{d}) AS hi{d}')}{region}
                          FROM state WHERE part >= 0 GROUP BY part
-                         HAVING sum(n) >= {2 * self.k} OR (max(budget) > 0 AND sum(n) > {self.k}))
+                         HAVING sum(n) >= 2 * __p_k OR (max(budget) > 0 AND sum(n) > __p_k))
             {''.join(', ' + c for c in lcas)}
             SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}"""
 
@@ -76,18 +92,18 @@ class CheckedPlan(Plan):
         carried, restored, piece = super().kept()
         return f"{carried}, s, budget", restored, piece
 
-    def judged(self, state: str, cands: str) -> str:
-        """Every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
+    def judged(self) -> str:
+        """Over ``state`` and ``cands``: every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
         is valid before its sides are counted, and whether they must be (checked)."""
         positions = self._each("SELECT {d} AS d", " UNION ALL ")
-        hier = " OR ".join(f"(p.d = {d} AND c.nd{d} IS NOT NULL)" if self.hier_at_call else f"p.d = {d}"
+        hier = " OR ".join(f"(p.d = {d} AND c.nd{d} IS NOT NULL)" if self.at_call else f"p.d = {d}"
                            for d in self.models.hier) or "false"
         depth = ("CASE p.d " + " ".join(f"WHEN {d} THEN c.nd{d}" for d in self.models.hier) + " END"
                  if self.models.hier else "CAST(NULL AS BIGINT)")
-        valid = ("(m.cum >= {k} AND t.rows - m.cum >= {k}) OR (t.budget > 0 AND t.rows - m.cum > 0 "
-                 "AND (m.cum >= {k} OR t.rows - m.cum >= {k}))" if self.mode == "strict"
-                 else "t.rows // 2 >= {k}").format(k=self.k)
-        return self.sql(f"""
+        valid = ("(m.cum >= __p_k AND t.rows - m.cum >= __p_k) OR (t.budget > 0 AND t.rows - m.cum > 0 "
+                 "AND (m.cum >= __p_k OR t.rows - m.cum >= __p_k))" if self.mode == "strict"
+                 else "t.rows // 2 >= __p_k")
+        return (f"""
             WITH tried AS (SELECT c.part, p.d AS dim, c.rows, c.budget, false AS unit, {hier} AS hier, {depth} AS nd,
                                   {self._of_dim('p.d', 'c.w{d}')} AS w
                            FROM cands c CROSS JOIN ({positions}) p WHERE {self._of_dim('p.d', 'c.hi{d} > c.lo{d}')}),
@@ -96,8 +112,7 @@ class CheckedPlan(Plan):
             SELECT t.*, m.split, m.nxt, m.cnt, m.cum,
                    t.hier OR (m.cum IS NOT NULL AND ({valid})) AS valid,
                    t.hier OR {self._sensitive_on()} OR t.budget > 0 AS checked
-            FROM tried t LEFT JOIN plain_median m ON m.part = t.part AND m.dim = t.dim""",
-                        state=state, cands=cands)
+            FROM tried t LEFT JOIN plain_median m ON m.part = t.part AND m.dim = t.dim""")
 
     def _group(self, key: str) -> str:
         """The side of a cut a piece falls on: a hierarchy's child (its run's start), else 0 / 1."""
@@ -109,15 +124,15 @@ class CheckedPlan(Plan):
         return (f"LEFT JOIN hanc a ON {cut}.hier AND a.d = {cut}.dim AND a.code = {key} AND a.depth = {cut}.nd + 1"
                 if self.models.hier else "")
 
-    def sides(self, state: str, judged: str) -> str:
-        """Per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
+    def sides(self) -> str:
+        """Over ``state``, ``judged``, ``hanc`` and ``tdist``: per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
         # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps;
         # `good` is judged before the window, which would otherwise hold the table's q and cq lists per side)
         model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {self._ordered()})"
                  if self.sensitive else "")
-        return self.sql(f"""
+        return (f"""
             WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
                              FROM state s JOIN judged j ON s.part = j.part AND j.valid AND j.checked
                              {self._child('j', key)}
@@ -125,15 +140,14 @@ class CheckedPlan(Plan):
             hists AS (SELECT part, dim, g, sum(cnt) AS rows, list({{'r': s, 'n': cnt}} ORDER BY s) AS hist
                       FROM counted GROUP BY part, dim, g)
             SELECT part, dim, g, rows, good, sum(rows) OVER (PARTITION BY part, dim ORDER BY g) - rows AS before
-            FROM (SELECT side.part, side.dim, side.g, side.rows, side.rows >= {self.k}{model} AS good
-                  FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''})""",
-                        state=state, judged=judged, **self.hierarchy_tables)
+            FROM (SELECT side.part, side.dim, side.g, side.rows, side.rows >= __p_k{model} AS good
+                  FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''})""")
 
-    def checked_decisions(self, cands: str, judged: str, sides: str) -> str:
-        """Per partition the widest allowed cut (ties to the earliest QI), with the rows its failing sides
+    def checked_decisions(self) -> str:
+        """Over ``cands``, ``judged`` and ``sides``: per partition the widest allowed cut (ties to the earliest QI), with the rows its failing sides
         hold and its good sides' rows, and its candidate's ranges and widths."""
         region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
-        return self.sql(f"""
+        return (f"""
             WITH verdict AS (SELECT part, dim, bool_and(good) AS all_good, bool_or(good) AS any_good,
                                     coalesce(sum(CASE WHEN NOT good THEN rows END), 0) AS failing,
                                     sum(CASE WHEN good THEN rows END) AS good_rows
@@ -145,11 +159,16 @@ class CheckedPlan(Plan):
                                            OR coalesce(v.all_good OR (v.any_good AND v.failing <= j.budget), false)))
             SELECT a.part, a.dim, a.split, a.nxt, a.cnt, a.cum, a.rows, a.hier, a.nd, a.budget, a.failing, a.good_rows,
                    {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region}
-            FROM allowed a JOIN cands c ON c.part = a.part WHERE a.choice = 1""",
-                        cands=cands, judged=judged, sides=sides)
+            FROM allowed a JOIN cands c ON c.part = a.part WHERE a.choice = 1""")
 
-    def cut(self, state: str, decided: str, sides: str) -> str:
-        """The next level's state: each piece of a decided partition on its side; a hierarchical side
+    def decide(self) -> str:
+        """CTEs over ``state``, ``span`` and the hierarchies ending in ``decided``: every cut judged at once,
+        the sides of the checked ones counted, the widest allowed one per partition."""
+        return (f"cands AS MATERIALIZED ({self.candidates()}), judged AS MATERIALIZED ({self.judged()}), "
+                f"sides AS MATERIALIZED ({self.sides()}), decided AS MATERIALIZED ({self.checked_decisions()})")
+
+    def cut(self) -> str:
+        """Over ``state``, ``decided``, ``sides`` and ``hanc``: the next level's state: each piece of a decided partition on its side; a hierarchical side
         named by the rows before it, a side that is not good suppressed (part -1); each side's budget."""
         key = self._of_dim("d.dim", "s.k{d}")
         go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
@@ -177,20 +196,20 @@ class CheckedPlan(Plan):
                       "CASE WHEN hier THEN part + side_before ELSE part END AS new_part FROM shared WHERE lefts > 0 "
                       "UNION ALL "
                       "SELECT *, 1, off + lefts, n - lefts, part + go_left FROM shared WHERE n - lefts > 0)")
-        return self.sql(f"""
+        return f"""
             WITH {placed}, {pieces}
             SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out}, s, budget
-            FROM pieces""", state=state, decided=decided, sides=sides, **self.hierarchy_tables)
+            FROM pieces"""
 
     # ---- made once per run ------------------------------------------------------------------------------
-    def tdist(self, cells: str) -> str:
-        """The sensitive distribution of the whole table: per rank its share (q), the running share (cq),
+    def tdist(self) -> str:
+        """Over ``cells``: the sensitive distribution of the whole table: per rank its share (q), the running share (cq),
         and the histogram (hist), in rank order.
 
         No step sorts every value in one task (a window without PARTITION BY does on Spark): the running
         count adds, to a value's running count within its block of 4,096 ranks (a window per block), the
         rows of the blocks before it (a join of the few blocks' totals)."""
-        return self.sql("""
+        return ("""
             WITH hist AS (SELECT s, sum(n) AS n FROM cells GROUP BY s),
             total AS (SELECT sum(n) AS rows FROM hist),
             blocked AS (SELECT s, n, s // 4096 AS b, sum(n) OVER (PARTITION BY s // 4096 ORDER BY s) AS within FROM hist),
@@ -202,20 +221,11 @@ class CheckedPlan(Plan):
             SELECT list_transform(list_sort(list({'r': s, 'x': share})), lambda e: e.x) AS q,
                    list_transform(list_sort(list({'r': s, 'x': running})), lambda e: e.x) AS cq,
                    list_sort(list({'r': s, 'n': n})) AS hist
-            FROM shares""", cells=cells)
+            FROM shares""")
 
-    def whole_table(self, tdist: str) -> str:
-        """[1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
+    def whole_table(self) -> str:
+        """Over ``tdist``: [1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
         diversity = {"distinct": "anon_distinct_l(hist)", "entropy": "round(anon_entropy_l(hist), 3)",
                      "recursive": f"anon_recursive_l(hist, {float(self.models.c)!r})"}[self.models.l_kind]
         holds = f"anon_model_holds(hist, {self.models.model}, q, cq, {str(self.models.ordered).lower()})"
-        return self.sql(f"SELECT [CASE WHEN {holds} THEN 1.0 WHEN NOT {holds} THEN 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist",
-                        tdist=tdist)
-
-    def missing_leaf(self, cells: str) -> str:
-        """Per QI whose hierarchy lacks a value of the column: its position and one such value as text (NULL
-        only when NULL is the one lacking); no row when every value is a leaf. An aggregate, not a LIMIT,
-        which Spark would run in one task."""
-        lacking = " UNION ALL ".join(f"SELECT {d} AS d, CAST(v{d} AS VARCHAR) AS v FROM cells WHERE k{d} IS NULL"
-                                     for d in self.models.hier)
-        return self.sql(f"SELECT d, min(v) AS v FROM ({lacking}) GROUP BY d", cells=cells)
+        return f"SELECT [CASE WHEN {holds} THEN 1.0 WHEN NOT {holds} THEN 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist"

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from duckdb_anon.engines.base import CATEGORICAL, QI, Engine, Names
+import duckdb
+
+from duckdb_anon import sql_rules
+from duckdb_anon.engines.base import CATEGORICAL, QI, RUN, Engine, Names
+from duckdb_anon.mondrian import cells as cell_queries
+from duckdb_anon.mondrian import release as release_queries
 from duckdb_anon.mondrian.checked import CheckedPlan
+from duckdb_anon.mondrian.macros import recursion
 from duckdb_anon.mondrian.models import MODEL_MACROS, NO_MODELS, Models
-from duckdb_anon.mondrian.macros import as_written, recursion
 from duckdb_anon.mondrian.plan import Plan
 
 # On DuckDB, a state of at most this many pieces is cut to the end in one recursive statement (the levels
-# of mondrian()'s macro): each level run as statements of its own costs DuckDB 30-50 ms of planning and
-# materializing whatever its size, while larger states keep one level per statement, which bounds memory.
+# of mondrian()'s macro): each level run as statements of its own costs DuckDB planning and materializing
+# whatever its size, while larger states keep one level per statement, which bounds memory.
 FINISH_PIECES = 1_000_000
 
 
@@ -25,11 +30,34 @@ def make_plan(qis, k, mode, rule, categorical_order, dialect, medians="running",
     return (CheckedPlan if models.checked else Plan)(qis, k, mode, rule, categorical_order, dialect, medians, models)
 
 
+def _rest(plan: Plan) -> str:
+    """Over ``start`` (a level's state) and ``span``: its pieces cut to the end in one recursive statement."""
+    return f"WITH RECURSIVE {recursion(plan, 'SELECT * FROM start')} SELECT cell, off, n, part FROM parts"
+
+
+# the steps that are not the plan's own methods
+_STEPS = {"labels": release_queries.labels, "rest": _rest}
+
+
 @lru_cache(maxsize=256)
-def _generated(plan_key: tuple, method: str, tables: tuple) -> str:
-    """A level query's SQL, generated once per plan: sqlglot's parse and generate cost more than the
-    query itself on small tables."""
-    return getattr(make_plan(*plan_key), method)(*tables)
+def _generated(plan_key: tuple, step: str, tables: tuple) -> str:
+    """A step's SQL (`tables`: its placeholders and the relations they stand for), rendered once per plan:
+    sqlglot's parse and generate cost more than the query itself on small tables."""
+    plan = make_plan(*plan_key)
+    text = _STEPS[step](plan) if step in _STEPS else getattr(plan, step)()
+    return plan.sql(text, **dict(tables))
+
+
+def _raise_rule(rule: str, sql: str, parameters: list) -> None:
+    """Run `sql`, a call of the SQL's error rule `rule` (a macro), on a private DuckDB holding it: its error
+    as a ValueError."""
+    con = sql_rules.private_duckdb(rule)
+    try:
+        con.execute(sql, parameters).fetchall()
+    except duckdb.Error as exc:
+        raise ValueError(str(exc).split("Error: ", 1)[-1]) from None
+    finally:
+        con.close()
 
 
 def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
@@ -48,23 +76,21 @@ def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
 
 def _check_models(fn: str, engine: Engine, plan: Plan, names: Names, models: Models, qis: tuple[QI, ...],
                   cells: str) -> None:
-    """mondrian()'s checks of the models before any cut: every value of a QI with a hierarchy is one of its
-    leaves, and the whole table satisfies the model (else no cut ever will). Errors name the argument."""
+    """mondrian()'s checks of the models before any cut, with its errors (anon_missing_leaf,
+    anon_model_unmet): every value of a QI with a hierarchy is one of its leaves, and the whole table
+    satisfies the model (else no cut ever will)."""
     if models.hier:
-        missing = engine.rows(names.real(plan.missing_leaf(cells)))
+        missing = engine.rows(names.real(plan.sql(cell_queries.missing_leaf(plan), cells=cells)))
         if missing:
             d, value = min(missing, key=lambda row: row[0])
-            shown = f"'{value}'" if value is not None else "for NULL"
-            raise ValueError(f"{fn}(): argument 'hierarchies': the hierarchy of '{qis[d].name}' has no leaf "
-                             f"{shown}, a value of the column")
+            _raise_rule("anon_missing_leaf", "SELECT anon_missing_leaf(?, ?, ?)", [fn, qis[d].name, value])
     if models.sensitive is not None:
         tdist = names("tdist")
-        engine.create(names.real(tdist), names.real(plan.tdist(cells)))
-        holds, diversity = engine.value(names.real(plan.whole_table(tdist))) or (None, None)
+        engine.create(names.real(tdist), names.real(plan.sql(plan.tdist(), cells=cells)))
+        holds, diversity = engine.value(names.real(plan.sql(plan.whole_table(), tdist=tdist))) or (None, None)
         if holds == 0:  # (an empty table has no distribution: the check on k reports it)
-            shown = f"{diversity!r}" if models.l_kind == "entropy" else f"{int(diversity)}"
-            raise ValueError(f"{fn}(): argument '{'l' if models.l_given else 't'}' cannot be met: the whole table "
-                             f"is only {shown} ({models.l_kind})-diverse in '{models.sensitive.name}'")
+            # the model is anon_model_literal's STRUCT literal, SQL text the macros wrote
+            _raise_rule("anon_model_unmet", f"SELECT anon_model_unmet(?, ?, {models.model}, ?)", [fn, models.sensitive.name, diversity])
 
 
 def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", shape: str = "text",
@@ -92,26 +118,30 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
     def create(name, sql):
         engine.create(names.real(name), names.real(sql))
 
-    if hierarchies:  # the plans read them as hanc and hnode (Plan.hierarchy_tables)
+    if hierarchies:  # the plans read them as hanc and hnode
         create(names("hanc"), hierarchies[0])
         create(names("hnode"), hierarchies[1])
 
     cells, span, final = names("cells"), names("span"), names("final")
     engine.begin("cells")
+    source = engine.source()
     if engine.stepwise:
         grouped = names("grouped")
-        create(grouped, plan.grouped(engine.source(), engine.numbered))
+        create(grouped, plan.sql(cell_queries.grouped(plan, engine.numbered), source=source))
         codes = {d: names(f"codes{d}") for d, qi in enumerate(plan.qis)
                  if qi.kind == CATEGORICAL and d not in models.hier}
         for d, name in codes.items():  # numbered by the engine: a window over every value runs in one task on Spark
-            engine.number(names.real(name), names.real(plan.code_keys(d, grouped)), plan.code_order())
+            engine.number(names.real(name), names.real(plan.sql(cell_queries.code_keys(d), grouped=grouped)),
+                          cell_queries.code_order(plan))
         ranks = names("sranks") if models.sensitive is not None else None
         if ranks:  # the sensitive values' ranks, likewise
-            engine.number(names.real(ranks), names.real(plan.sensitive_keys(grouped)), "rv")
-        create(cells, plan.cells(engine.source(), engine.numbered, grouped, codes, ranks))
+            engine.number(names.real(ranks), names.real(plan.sql(cell_queries.sensitive_keys(), grouped=grouped)), "rv")
+        create(cells, plan.sql(cell_queries.cells(plan, engine.numbered, True, tuple(codes), ranks is not None),
+                               source=source, grouped=grouped, **({"svalues": ranks} if ranks else {}),
+                               **{f"codes{d}": name for d, name in codes.items()}))
     else:
-        create(cells, plan.cells(engine.source(), engine.numbered))
-    create(span, plan.span(cells))
+        create(cells, plan.sql(cell_queries.cells(plan, engine.numbered), source=source))
+    create(span, plan.sql(plan.span(), cells=cells))
     _check_models(fn, engine, plan, names, models, rules[0], cells)
     total, distinct = engine.value(names.real(plan.sql("SELECT [total_rows, cell_count] FROM span", span=span)))
     total = total or 0
@@ -119,10 +149,9 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         raise ValueError(f"{fn}(): argument 'k' is {k} but the table has only {total} rows")
     # the loop reads the cells' keys (and sensitive ranks), the span, the hierarchies' relations and the
     # sensitive distribution; Spark hands few cells to DuckDB on the driver, with the models' macros
-    inputs = {cells: plan.keys(cells), span: plan.sql("SELECT * FROM span", span=span)}
-    for relation in ([plan.hierarchy_tables["hanc"], plan.hierarchy_tables["hnode"]] if hierarchies else []) + \
-            ([plan.hierarchy_tables["tdist"]] if models.sensitive is not None else []):
-        inputs[relation] = f"SELECT * FROM {relation}"
+    inputs = {cells: plan.sql(cell_queries.keys(plan), cells=cells), span: plan.sql("SELECT * FROM span", span=span)}
+    for relation in (["hanc", "hnode"] if hierarchies else []) + (["tdist"] if models.sensitive is not None else []):
+        inputs[RUN + relation] = f"SELECT * FROM {RUN + relation}"
     loop = engine.level_engine(distinct, {names.real(name): names.real(sql) for name, sql in inputs.items()},
                                MODEL_MACROS if models.sensitive is not None else ())
     # where most QI vectors are unique, medians from quantiles beat a sort per level, and DuckDB runs a
@@ -131,53 +160,49 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         medians = "quantile" if loop.quantiles and distinct >= 0.9 * total else "running"
     stepwise = loop.stepwise or medians == "quantile"
 
-    def query(method, *tables, on=loop):
-        return _generated(rules[:-1] + (on.dialect, medians, models), method, tables)
-
-    def step(name, sql):
-        loop.create(names.real(name), names.real(sql))
+    def step(name, method, on=loop, **tables):
+        """Materialize (append, for `final`) the step `method` under `name` on the engine `on`."""
+        sql = _generated(rules[:-1] + (on.dialect, medians, models), method, tuple(sorted(tables.items())))
+        (on.create if name != final else on.append)(names.real(name), names.real(sql))
 
     state, following, decided = names("state_a"), names("state_b"), names("decided")
-    if checked:
-        cands, judged, sides = names("cands"), names("judged"), names("sides")
-    elif stepwise:
-        cands, attempt, fallback = names("cands"), names("attempt"), names("fallback")
-    step(state, query("root", cells, span))
+    cands, judged, sides = names("cands"), names("judged"), names("sides")
+    attempt, fallback = names("attempt"), names("fallback")
+    step(state, "root", cells=cells, span=span)
     pieces, level = distinct, 0
     while True:  # one level: decide every partition's cut, set the uncut ones aside, cut the others
         level += 1
         if loop is engine and engine.dialect == "duckdb" and not (checked or hierarchies) and pieces <= FINISH_PIECES:
             engine.begin(f"levels {level} and on")
-            rest = recursion(as_written(*rules, medians), f"SELECT * FROM {state}")
-            engine.append(names.real(final), names.real(f"WITH RECURSIVE span AS (SELECT * FROM {span}), {rest} "
-                                                        "SELECT cell, off, n, part FROM parts"))
+            step(final, "rest", start=state, span=span)
             break
         loop.begin(f"level {level}")
         if checked:  # every cut judged at once, its sides counted
-            step(cands, query("candidates", state, span))
-            step(judged, query("judged", state, cands))
-            step(sides, query("sides", state, judged))
-            step(decided, query("checked_decisions", cands, judged, sides))
+            step(cands, "candidates", state=state, span=span)
+            step(judged, "judged", state=state, cands=cands)
+            step(sides, "sides", state=state, judged=judged)
+            step(decided, "checked_decisions", cands=cands, judged=judged, sides=sides)
         elif stepwise:
-            step(cands, query("candidates", state, span))
-            step(attempt, query("attempt", state, cands))
+            step(cands, "candidates", state=state, span=span)
+            step(attempt, "attempt", state=state, cands=cands)
             if mode == "strict":
-                step(fallback, query("fallback", state, cands, attempt))
-            step(decided, query("decisions", cands, attempt, fallback if mode == "strict" else None))
+                step(fallback, "fallback", state=state, cands=cands, attempt=attempt)
+            step(decided, "decisions", cands=cands, attempt=attempt, **({"fallback": fallback} if mode == "strict" else {}))
         else:
-            step(decided, query("level", state, span))
-        loop.append(names.real(final), names.real(query("finished", state, decided)))
+            step(decided, "level", state=state, span=span)
+        step(final, "finished", state=state, decided=decided)
         if loop.count(names.real(decided)) == 0:
             break
         loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
-        step(following, query("cut", state, decided, *([sides] if checked else [])))
+        # (a placeholder names only what the step reads: the plain cut has a CTE of its own named sides)
+        step(following, "cut", state=state, decided=decided, **({"sides": sides} if checked else {}))
         state, following = following, state
         pieces = loop.count(names.real(state))
     labels = names("labels")
     engine.begin("labels")
     if loop is not engine:
         engine.take_back(loop, names.real(final))
-    create(labels, query("labels", cells, final, on=engine))
+    step(labels, "labels", on=engine, cells=cells, final=final)
     columns = published if published is not None else [column.name for column in engine.columns()]
-    return names.real(plan.release(engine.source(), columns, cells, final, labels, shape, engine.numbered))
-
+    return names.real(plan.sql(release_queries.release(plan, columns, shape, engine.numbered), source=source,
+                               columns=columns, cells=cells, final=final, labels=labels))

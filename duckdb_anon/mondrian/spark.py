@@ -21,31 +21,33 @@ from __future__ import annotations
 
 import tempfile
 
-
+from duckdb_anon import sql_rules
 from duckdb_anon.engines.base import CATEGORICAL, Names
-from duckdb_anon.engines.spark_engine import SparkEngine, spark_column
-from duckdb_anon.errors import check_not_reserved
+from duckdb_anon.engines.spark_engine import SparkEngine, spark_columns
 from duckdb_anon.mondrian.driver import run
 from duckdb_anon.mondrian.models import NO_MODELS, Models, hierarchy_queries, model_arguments
 
 FN = "spark.mondrian"
-def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order) -> None:
-    """The arguments mondrian() checks, with its messages."""
-    if not isinstance(qis, (list, tuple)) or not all(isinstance(q, str) for q in qis):
-        raise ValueError(f"{FN}(): argument 'qis' must be a list of column names, e.g. ['age', 'zip']")
-    if not qis:
-        raise ValueError(f"{FN}(): argument 'qis' must name at least one column")
-    if len({q.lower() for q in qis}) < len(qis):
-        raise ValueError(f"{FN}(): argument 'qis' lists a column twice")
-    check_not_reserved(FN, "qis", qis)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"{FN}(): argument 'k' must be an integer of at least 1, got {k!r}")
-    choices = {"mode": (mode, ("strict", "relaxed")), "output": (output, ("text", "typed")),
-               "categorical_order": (categorical_order, ("appearance", "value")),
-               "split_rule": (split_rule, ("actual", "inherited"))}
-    for arg, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise ValueError(f"{FN}(): argument '{arg}' must be {' or '.join(repr(a) for a in allowed)}, got {value!r}")
+
+
+def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order, sensitive=None, l=None,
+                    l_kind="distinct", c=2, t=None, max_suppression=0) -> None:
+    """mondrian()'s own checks of its arguments (anon_mondrian_call, anon_mondrian_shape), run on a private
+    DuckDB holding them, with its messages; then row_order, Spark's own argument."""
+    import duckdb
+
+    con = sql_rules.private_duckdb("anon_mondrian_call", "anon_mondrian_shape")
+    try:
+        con.execute("SELECT anon_mondrian_call(?, anon_mondrian_shape(?, ?), 'dataframe', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
+                    [FN, FN, output, list(qis) if isinstance(qis, tuple) else qis, k, mode, categorical_order,
+                     split_rule, sensitive, l, l_kind, c, t, max_suppression]).fetchall()
+    except duckdb.Error as exc:
+        message = str(exc).split("Error: ", 1)[-1]
+        if not message.startswith(f"{FN}():"):  # a value DuckDB cannot take as a parameter at all
+            message = f"{FN}(): argument 'qis' must be a list of column names, e.g. ['age', 'zip'] ({message})"
+        raise ValueError(message) from None
+    finally:
+        con.close()
     if row_order is not None and (not isinstance(row_order, (list, tuple)) or not row_order
                                   or not all(isinstance(c, str) for c in row_order)):
         raise ValueError(f"{FN}(): argument 'row_order' must be a list of column names")
@@ -78,7 +80,7 @@ def privacy_models(spark, frame, qis, mode, names: Names, hierarchies=None, sens
     import duckdb
     from duckdb_anon import connect
 
-    by_name = {f.name.lower(): spark_column(f) for f in frame.schema.fields}
+    by_name = {column.name.lower(): column for column in spark_columns(frame.schema.fields)}
     if sensitive is not None and sensitive.lower() not in by_name:
         raise ValueError(f"{FN}(): argument 'sensitive': the table has no column '{sensitive}'")
     con = connect()
@@ -126,7 +128,8 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     the end. The release is written there as well and returned read back, unless `into` names a Parquet
     path to write it to instead. `hierarchies` (QI name -> Spark table name or DataFrame of leaf, path),
     `sensitive` with `l`, `l_kind`, `c`, `t`, and `max_suppression` are mondrian()'s privacy models."""
-    check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order)
+    check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order, sensitive, l, l_kind, c, t,
+                    max_suppression)
     frame = spark.table(table) if isinstance(table, str) else table
     if "__anon_row" in frame.columns:
         raise ValueError(f"{FN}(): argument 'table' has a column named __anon_row, a reserved name")
@@ -135,7 +138,7 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     if missing:
         raise ValueError(f"{FN}(): argument 'row_order': the table has no column {missing[0]!r}")
     published = published_columns(columns, qis, keep)
-    kinds = {column.name.lower(): column.kind for column in map(spark_column, frame.schema.fields)}
+    kinds = {column.name.lower(): column.kind for column in spark_columns(frame.schema.fields)}
     reads_order = mode == "relaxed" or (categorical_order == "appearance"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
     order = (list(row_order or columns)) if reads_order else None  # None: any unique number will do

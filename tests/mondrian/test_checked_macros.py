@@ -73,7 +73,7 @@ def test_hierarchy_on_any_qi_and_shapes_past_eight_qis(con, case):
     named = "".join(f", {name} := ?" for name in models)
     con.execute(f"CREATE OR REPLACE TABLE r_sql AS SELECT * FROM mondrian('t', ?, ?{named})", [qis, k, *models.values()])
     check_release(con.execute("SELECT * FROM r_sql").df(), frame, qis, {"c"}, k, *(["s", 2] if diverse else []))
-    levels.mondrian(con, "t", qis, k, into="r_levels", **models)  # the driver runs the plan level by level
+    mondrian.mondrian(con, "t", qis, k, into="r_levels", **models)  # the driver runs the plan level by level
     assert differences(con, "r_sql", "r_levels") == (0, 0)
     con.execute("DROP TABLE r_levels")
 
@@ -81,7 +81,7 @@ def test_hierarchy_on_any_qi_and_shapes_past_eight_qis(con, case):
 def test_arguments_go_in_once_whatever_their_text(con):
     """A name holding the text's argument marks and quotes stays in its literal: the release is that of
     the same table under a plain name."""
-    odd_table, odd_sensitive = "t__anon_arg__qis__anon_arg__'x", "s__anon_arg__model__anon_arg__"
+    odd_table, odd_sensitive = "t__p_qis'x__p_k", "s__p_model"
     con.execute("CREATE OR REPLACE TABLE plain AS SELECT i AS id, i % 7 AS x, ['a', 'b', 'c', 'd', 'e'][1 + i % 5] AS c, "
                 "i % 3 AS s FROM range(40) r(i)")
     con.execute(f"CREATE OR REPLACE TABLE \"{odd_table}\" AS SELECT id, x, c, s AS \"{odd_sensitive}\" FROM plain")

@@ -17,7 +17,7 @@ SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[Healt
     ("relaxed", "actual", "typed", "quantile"), ("relaxed", "inherited", "text", None)])
 def test_adult_release_is_mondrians(adult_con, mode, rule, shape, medians):
     con = adult_con.cursor()
-    levels.mondrian(con, "adult", ADULT_QIS, 10, into="lv", mode=mode, split_rule=rule, output=shape, medians=medians)
+    mondrian.mondrian(con, "adult", ADULT_QIS, 10, into="lv", mode=mode, split_rule=rule, output=shape, medians=medians)
     con.execute(f"CREATE TEMP TABLE sq AS SELECT * FROM mondrian('adult', {qi_sql(ADULT_QIS)}, 10, mode := '{mode}', "
                 f"split_rule := '{rule}', output := '{shape}')")
     assert differences(con, "lv", "sq") == (0, 0)
@@ -56,7 +56,7 @@ def test_random_tables_give_mondrians_release(con, case):
     load(con, df)
     for shape, medians in (("text", "running"), ("typed", "quantile")):  # the two ways to a median
         con.execute("DROP TABLE IF EXISTS lv")
-        levels.mondrian(con, "t", qis, k, into="lv", mode=mode, split_rule=rule, output=shape, categorical_order=order,
+        mondrian.mondrian(con, "t", qis, k, into="lv", mode=mode, split_rule=rule, output=shape, categorical_order=order,
                         medians=medians)
         con.execute(f"CREATE OR REPLACE TABLE sq AS SELECT * FROM mondrian('t', {qi_sql(qis)}, {k}, mode := '{mode}', "
                     f"split_rule := '{rule}', output := '{shape}', categorical_order := '{order}')")
@@ -76,7 +76,7 @@ def test_bad_arguments_name_the_argument_and_leave_nothing(con):
              ({"qis": ["x", "X"], "k": 2}, "qis"), ({"qis": ["x"], "k": 2, "medians": "exact"}, "'medians'")]
     for kwargs, word in cases:
         with pytest.raises((duckdb.Error, ValueError)) as err:
-            levels.mondrian(con, "t", into="out", **kwargs)
+            mondrian.mondrian(con, "t", into="out", **kwargs)
         assert "mondrian()" in str(err.value) and word in str(err.value)
     assert con.execute(tables).fetchall() == before  # no intermediate table left, no `out`
     assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 5  # the source is untouched
@@ -86,13 +86,13 @@ def test_hostile_names_are_read_as_names(con):
     name = "we ird'; DROP TABLE t; --"
     con.execute("CREATE TABLE t AS SELECT 1 AS keep")
     con.execute(f'CREATE TABLE "{name}" AS SELECT range AS "a""b", range % 3 AS "c;d" FROM range(20)')
-    levels.mondrian(con, name, ['a"b', "c;d"], 4, into='out"x')
+    mondrian.mondrian(con, name, ['a"b', "c;d"], 4, into='out"x')
     assert con.execute('SELECT count(*) FROM "out""x"').fetchall()[0][0] == 20
     assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 1
     with pytest.raises((ValueError, duckdb.Error), match="argument 'table_name'"):  # a name DuckDB cannot read
-        levels.mondrian(con, 'no"such', ["x"], 2, into="y")
+        mondrian.mondrian(con, 'no"such', ["x"], 2, into="y")
     with pytest.raises(ValueError, match="argument 'table_name'"):
-        levels.mondrian(con, "no_such", ["x"], 2, into="y")
+        mondrian.mondrian(con, "no_such", ["x"], 2, into="y")
 
 
 def test_same_release_whatever_the_thread_count(con):
@@ -101,7 +101,7 @@ def test_same_release_whatever_the_thread_count(con):
     releases = []
     for threads in (1, 2):
         con.execute(f"SET threads = {threads}")
-        levels.mondrian(con, "t", ["a", "b", "c"], 5, into=f"r{threads}", mode="relaxed")
+        mondrian.mondrian(con, "t", ["a", "b", "c"], 5, into=f"r{threads}", mode="relaxed")
         releases.append(f"r{threads}")
     assert differences(con, *releases) == (0, 0)
 
@@ -116,7 +116,7 @@ def test_high_cardinality_table_gives_mondrians_release_both_ways(con, mode):
     for medians, threads in ((None, 2), ("quantile", 1), ("running", 2)):
         con.execute(f"SET threads = {threads}")
         con.execute("DROP TABLE IF EXISTS lv")
-        levels.mondrian(con, "t", ["a", "b", "c"], 7, into="lv", mode=mode, medians=medians)
+        mondrian.mondrian(con, "t", ["a", "b", "c"], 7, into="lv", mode=mode, medians=medians)
         assert differences(con, "lv", "sq") == (0, 0)
     smallest = con.execute("SELECT min(n) FROM (SELECT count(*) AS n FROM lv GROUP BY a, b, c)").fetchall()[0][0]
     assert smallest >= 7 and con.execute("SELECT count(*) FROM lv").fetchall()[0][0] == 3001

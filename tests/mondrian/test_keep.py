@@ -46,7 +46,7 @@ def test_keep_publishes_exactly_the_qis_and_keep(con, case):
     assert multiset_differences(con, "kept", "projected") == (0, 0)
     # the level driver publishes the same
     con.execute("DROP TABLE IF EXISTS lv")
-    levels.mondrian(con, "t", qis, k, into="lv", output=shape, keep=keep)
+    mondrian.mondrian(con, "t", qis, k, into="lv", output=shape, keep=keep)
     assert [r[0] for r in con.execute("DESCRIBE lv").fetchall()] == expected
     assert multiset_differences(con, "lv", "kept") == (0, 0)
 
@@ -69,7 +69,7 @@ def test_a_bad_keep_names_mondrian_and_keep_and_leaves_nothing(module_con, keep,
         con.execute("CREATE TABLE out AS SELECT * FROM mondrian('t', ['x'], 1, keep := ?)", [keep])
     assert "mondrian(): argument" in str(err.value) and all(w in str(err.value) for w in words), str(err.value)
     with pytest.raises((duckdb.Error, ValueError)) as err:
-        levels.mondrian(con, "t", ["x"], 1, into="out", keep=keep)
+        mondrian.mondrian(con, "t", ["x"], 1, into="out", keep=keep)
     assert "mondrian(): argument" in str(err.value) and all(w in str(err.value) for w in words), str(err.value)
     assert con.execute(tables).fetchall() == before
 

@@ -48,7 +48,7 @@ def test_sets_of_values_holding_commas_stay_two_classes(con):
     assert len(labels) == 2 and [n for _, n in labels] == [20, 20], labels
     assert con.execute("SELECT classes, achieved_k FROM release_measures('r', ['cat'])").fetchall() == [(2, 20)]
     assert con.execute("SELECT count(*) FROM equivalence_classes('r', ['cat'])").fetchall()[0][0] == 2
-    levels.mondrian(con, "t", ["cat"], 20, into="lv")
+    mondrian.mondrian(con, "t", ["cat"], 20, into="lv")
     assert multiset_differences(con, "r", "lv") == (0, 0)
     # linkage: everyone's values fit their own class of 20 only
     people, one_class, own, reidentified, candidates = con.execute(
@@ -84,7 +84,7 @@ def test_labels_read_back_as_their_class_values_on_both_paths(con, case):
     con.execute(f"CREATE OR REPLACE TABLE r AS SELECT * FROM mondrian('t', ['cat'], {k}, categorical_order := '{order}')")
     assert _covered_by_label(con, "r", values) == _classes_by_label(con, "r")
     con.execute("DROP TABLE IF EXISTS lv")
-    levels.mondrian(con, "t", ["cat"], k, into="lv", categorical_order=order)
+    mondrian.mondrian(con, "t", ["cat"], k, into="lv", categorical_order=order)
     assert multiset_differences(con, "r", "lv") == (0, 0)
     # the audit finds everyone in their own class (strict Mondrian: one class per label)
     own = con.execute("SELECT own_class_found FROM linkage_classes('r', 't', ['cat'], 'id')").fetchall()[0][0]

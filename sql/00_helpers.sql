@@ -1,14 +1,18 @@
 -- Helpers shared by every duckdb-anon macro. Pure SQL: they work from any DuckDB connection that opens a
 -- database file where duckdb_anon.install() once ran, with or without the Python package.
 
+-- DuckDB's names of the numeric and the temporal types (as typeof() and DESCRIBE write them).
+CREATE OR REPLACE MACRO anon_number_types() AS
+    '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$';
+CREATE OR REPLACE MACRO anon_temporal_types() AS '^(DATE|TIMESTAMP.*)$';
+
 -- How Mondrian orders a value of the DuckDB type named `t` (as typeof() and DESCRIBE write it):
 -- 'temporal' (dates and timestamps: by time, their width a duration), 'numeric' (by magnitude),
 -- 'categorical' (text, ENUM, BOOLEAN and times of day: by category), or NULL (cannot be generalized).
 -- The one home of the column kinds: the macros below read it, and so do the engines (duckdb_anon.engines).
 CREATE OR REPLACE MACRO anon_qi_kind(t) AS
-    CASE WHEN regexp_matches(t, '^(DATE|TIMESTAMP.*)$') THEN 'temporal'
-         WHEN regexp_matches(t, '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$')
-              THEN 'numeric'
+    CASE WHEN regexp_matches(t, anon_temporal_types()) THEN 'temporal'
+         WHEN regexp_matches(t, anon_number_types()) THEN 'numeric'
          WHEN regexp_matches(t, '^(VARCHAR|BOOLEAN|ENUM\(.*|TIME|TIME WITH TIME ZONE|TIME_NS)$') THEN 'categorical' END;
 
 -- Is a value's type ordered by magnitude (ranges make sense) rather than by category? Dates and timestamps

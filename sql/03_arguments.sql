@@ -153,19 +153,14 @@ SELECT anon_columns_present(fn, arg, table_name, columns, have, typed := typed, 
 FROM (SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
       FROM (DESCRIBE FROM query_table(anon_after(anon_name_ok(fn, coalesce(table_arg, arg), table_name), table_name::VARCHAR))));
 
--- DuckDB's names of the types anon_is_numeric and anon_is_temporal accept.
-CREATE OR REPLACE MACRO anon_number_types() AS
-    '^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL.*)$';
-CREATE OR REPLACE MACRO anon_temporal_types() AS '^(DATE|TIMESTAMP.*)$';
-
 -- One row (ok := true) once `checks` hold: the first relation a macro binds, so its checks fail before any
 -- expression over a wrong argument (range's argument is folded to a constant when the query is bound).
 CREATE OR REPLACE MACRO anon_arguments(checks) AS TABLE SELECT true AS ok FROM range(anon_after(checks, 1));
 
--- A type name's kind: numbers of any width are alike, and so are dates and timestamps.
+-- A type name's kind: numbers of any width are alike, and so are dates and timestamps (anon_qi_kind's
+-- numeric and temporal); any other type is its own kind.
 CREATE OR REPLACE MACRO anon_type_kind(t) AS
-    CASE WHEN regexp_matches(t, anon_number_types()) THEN 'number' WHEN regexp_matches(t, anon_temporal_types()) THEN 'time'
-         ELSE t END;
+    CASE WHEN anon_qi_kind(t) IN ('numeric', 'temporal') THEN anon_qi_kind(t) ELSE t END;
 
 -- One row (ok := true), or an error naming fn and arg when a column of `columns` has another kind of type
 -- in table_name than in like_table (a column either lacks is left to anon_require_columns).

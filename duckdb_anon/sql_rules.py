@@ -138,6 +138,9 @@ def _spark_lists(node: exp.Expression) -> exp.Expression:
         total, item = exp.to_identifier("__anon_total"), exp.to_identifier("__anon_item")
         add = exp.Lambda(this=exp.Add(this=exp.column(total), expression=exp.column(item)), expressions=[total, item])
         return exp.Anonymous(this="aggregate", expressions=[node.expressions[0], exp.cast(exp.Literal.number(0), "DOUBLE"), add])
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "list_reduce" and len(node.expressions) == 3:
+        items, merge, start = node.expressions
+        return exp.Anonymous(this="aggregate", expressions=[items, start, merge])
     if isinstance(node, exp.Anonymous) and node.name.lower() == "list_slice":
         items, start, end = node.expressions
         count = exp.Add(this=exp.Sub(this=end.copy(), expression=start.copy()), expression=exp.Literal.number(1))

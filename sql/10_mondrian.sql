@@ -176,16 +176,15 @@ CREATE OR REPLACE MACRO anon_model_struct_sql(model) AS
     || coalesce(struct_extract(model, 'suppress')::VARCHAR, 'NULL') || '::DOUBLE}';
 
 -- Fails naming `fn` and the argument (l, else t) when the whole table does not satisfy `model` in the
--- `sensitive` column (then no cut ever would); `hist`, `q`, `cq`, `ordered` as anon_model_holds reads them.
+-- `sensitive` column (then no cut ever would): `holds` 1 or 0 (NULL: no rows) and `diversity` as CheckedPlan's
+-- whole_table gives them (anon_model_holds and anon_diversity, sql/07_models.sql, over the whole table).
 -- The checked partitioners (duckdb_anon/mondrian/checked_macros.py) check it before their first cut.
-CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, hist, q, cq, ordered) AS
-    anon_check(sensitive IS NOT NULL AND NOT anon_model_holds(hist, model, q, cq, ordered),
+CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, holds, diversity) AS
+    anon_check(sensitive IS NOT NULL AND holds = 0,
                fn, CASE WHEN struct_extract(model, 'l') IS NOT NULL THEN 'l' ELSE 't' END,
                'cannot be met: the whole table is only '
-               || CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(hist)::VARCHAR || ' (distinct)'
-                       WHEN 'entropy' THEN round(anon_entropy_l(hist), 3)::VARCHAR || ' (entropy)'
-                       ELSE anon_recursive_l(hist, struct_extract(model, 'c'))::VARCHAR || ' (recursive)' END
-               || '-diverse in ''' || coalesce(sensitive, '') || '''');
+               || CASE struct_extract(model, 'l_kind') WHEN 'entropy' THEN diversity::VARCHAR ELSE diversity::BIGINT::VARCHAR END
+               || ' (' || struct_extract(model, 'l_kind') || ')-diverse in ''' || coalesce(sensitive, '') || '''');
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
 -- __anon_class, __anon_size, and each QI replaced by its class's label STRUCT(text, lo, hi, mean): the

@@ -89,7 +89,8 @@ def partition_sql(width: int, mode: str, rule: str) -> str:
                    "running", models)
     keys = ", ".join(f"coalesce(c.__anon_keys[{d + 1}], 0)::DOUBLE AS k{d}" for d in range(width))
     hanc, hnode = hierarchy_relations(fn, hierarchies, f"list_transform({qis}, lambda q: lower(q))", checked=False)
-    attainable = (f"SELECT anon_model_attainable({fn}, {sensitive}, {model}, hist, q, cq, ordered) FROM tdist")
+    attainable = (f"SELECT anon_model_attainable({fn}, {sensitive}, {model}, v[1], v[2]) "
+                  f"FROM ({plan.whole_table('tdist')}) AS whole_table(v)")
     text = f"""
 WITH RECURSIVE
 keyed_cells AS MATERIALIZED (SELECT * FROM anon_keyed_cells({fn}, {table}, {qis}, {order}, {hierarchies}, {sensitive})),

@@ -19,7 +19,7 @@ SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[Health
 
 def both(con, table, qis, k, into, **models):
     """The level driver's release into `into`, mondrian()'s into `into`_sql."""
-    levels.mondrian(con, table, qis, k, into=into, **models)
+    mondrian.mondrian(con, table, qis, k, into=into, **models)
     named = "".join(f", {name} := ?" for name in models)
     con.execute(f"CREATE OR REPLACE TABLE {into}_sql AS SELECT * FROM mondrian(?, ?, ?{named})",
                 [table, qis, k, *models.values()])
@@ -137,9 +137,9 @@ def test_random_tables_give_mondrians_release(con, case):
     except duckdb.Error as exc:  # the whole table fails the model: the level driver says so too
         argument = str(exc).split("argument ", 1)[1].split(" ", 1)[0]
         with pytest.raises(ValueError, match=f"mondrian\\(\\): argument {argument} cannot be met"):
-            levels.mondrian(con, "t", qis, k, into="lv", **models)
+            mondrian.mondrian(con, "t", qis, k, into="lv", **models)
         return
-    levels.mondrian(con, "t", qis, k, into="lv", **models)
+    mondrian.mondrian(con, "t", qis, k, into="lv", **models)
     assert differences(con, "lv", "lv_sql") == (0, 0)
     release = con.execute("SELECT * FROM lv").df()
     assert sorted(release["id"]) == list(range(len(df)))
@@ -162,6 +162,6 @@ def test_errors_name_the_argument_as_mondrians(con):
              ({"hierarchies": {"c": "h"}}, "argument 'hierarchies': the hierarchy of 'c' has no leaf 'v2'")]
     for models, message in cases:
         with pytest.raises((duckdb.Error, ValueError)) as err:
-            levels.mondrian(con, "t", ["x", "c"], 2, into="out", **models)
+            mondrian.mondrian(con, "t", ["x", "c"], 2, into="out", **models)
         assert "mondrian()" in str(err.value) and message in str(err.value), str(err.value)
     assert con.execute(tables).fetchall() == before  # nothing left behind

@@ -52,7 +52,8 @@ def database(n):
     if not path.exists():
         partial = path.with_suffix(".partial")
         partial.unlink(missing_ok=True)
-        con = duckdb.connect(str(partial), config={"enable_progress_bar": False})
+        con = duckdb.connect(str(partial))
+        con.execute("SET enable_progress_bar = false")
         con.execute("SET threads = 1")
         con.execute("SELECT setseed(0.42)")
         con.execute(generate_sql(n))
@@ -61,11 +62,10 @@ def database(n):
     return path
 
 
-def one(path, model):
+def one(path, model, spill):
     """In the child: run the call on the database copy `path`, print the release's figures as JSON."""
     import duckdb_anon
     con = duckdb_anon.connect(str(path))
-    spill = tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)
     try:
         con.execute("SET threads = 2")
         con.execute("SET enable_progress_bar = false")
@@ -86,30 +86,38 @@ def one(path, model):
                           "kept": kept, "fingerprint": str(fingerprint)}))
     finally:
         con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
-def measured(code, n, model):
+def measured(code, n, model, timeout=None):
     """Run one call in a child process on `code` (a checkout); its figures, wall time and peak RSS."""
     copy = SCRATCH / f"run_{os.getpid()}.duckdb"
     shutil.copyfile(database(n), copy)
+    spill = tempfile.mkdtemp(prefix="spill-", dir=SCRATCH)
     try:
         env = dict(os.environ, PYTHONPATH=str(Path(code).resolve()))
         with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
             started = time.perf_counter()
-            child = subprocess.Popen([sys.executable, __file__, "--one", str(copy), "--model", model], env=env,
+            child = subprocess.Popen([sys.executable, __file__, "--one", str(copy), "--model", model, "--spill", spill], env=env,
                                      stdout=out, stderr=err, text=True)
-            _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage, whether it completes or fails
+            while True:  # the child's own rusage, whether it completes, fails or is stopped at `timeout`
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if timeout and time.perf_counter() - started > timeout:
+                    child.kill()
+                time.sleep(0.5)
             wall, peak = time.perf_counter() - started, usage.ru_maxrss / 1024
             child.returncode = os.waitstatus_to_exitcode(status)
             out.seek(0), err.seek(0)
             stdout, stderr = out.read(), err.read()
         if child.returncode != 0:
-            reason = next((line for line in reversed(stderr.splitlines()) if "Error" in line), stderr[-140:])[:160]
+            stopped = timeout and wall > timeout
+            reason = f"stopped after {timeout} s" if stopped else next((line for line in reversed(stderr.splitlines()) if "Error" in line), stderr[-140:])[:160]
             return {"failed": reason, "wall": wall, "peak_mb": peak}
         return dict(json.loads(stdout.strip().splitlines()[-1]), wall=wall, peak_mb=peak)
     finally:
         copy.unlink(missing_ok=True)
+        shutil.rmtree(spill, ignore_errors=True)
         Path(str(copy) + ".wal").unlink(missing_ok=True)
 
 
@@ -118,11 +126,13 @@ def main():
     parser.add_argument("rows", nargs="*", type=int, default=[2_000_000])
     parser.add_argument("--code", action="append", default=None, help="name=checkout (repeatable); default: this one")
     parser.add_argument("--models", default="l,t", help="l, t or both (l,t)")
+    parser.add_argument("--timeout", type=float, help="stop a run after this many seconds")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--spill", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one(args.one, args.model)
+        one(args.one, args.model, args.spill)
         return
     codes = [c.split("=", 1) for c in (args.code or [f"this={Path(__file__).resolve().parents[1]}"])]
     print("| rows | model | code | wall time (s) | peak RSS (MB) | outcome | classes | smallest | fewest diagnoses | fingerprint |")
@@ -131,7 +141,7 @@ def main():
         database(n)  # generated outside the measured processes
         for model in args.models.split(","):
             for name, code in codes:
-                r = measured(code, n, model)
+                r = measured(code, n, model, args.timeout)
                 peak = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else ""
                 if "failed" in r:
                     print(f"| {n:,} | {MODELS[model][1]} | {name} | {r['wall']:.0f} | {peak} | failed: {r['failed']} | | | | |",

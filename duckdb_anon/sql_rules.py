@@ -120,7 +120,8 @@ def _expand(node: exp.Expression, names: frozenset[str]) -> exp.Expression:
 
     def put(n):
         if isinstance(n, exp.Column) and not n.table and n.name.lower() in args:
-            return args[n.name.lower()].copy()
+            arg = args[n.name.lower()].copy()  # an operation keeps its precedence where the parameter stood
+            return exp.paren(arg) if isinstance(arg, (exp.Binary, exp.Unary)) and not isinstance(arg, exp.Paren) else arg
         return n
 
     return _bottom_up(_bottom_up(body.copy(), put), lambda n: _expand(n, names))

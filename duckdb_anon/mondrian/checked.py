@@ -191,7 +191,7 @@ class CheckedPlan(Plan):
     # ---- made once per run ------------------------------------------------------------------------------
     def tdist(self, cells: str) -> str:
         """The sensitive distribution of the whole table: per rank its share (q), the running share (cq),
-        the running total of cq after a 0 (cc), and the histogram (hist), in rank order.
+        the running total of cq after a 0 (cc), and the histogram (hist: rank, rows, running rows), in rank order.
 
         No step sorts every value in one task (a window without PARTITION BY does on Spark): a running count
         adds, to a value's running count within its block of 4,096 ranks (a window per block), the rows of
@@ -206,23 +206,33 @@ class CheckedPlan(Plan):
             total AS (SELECT sum(n) AS rows FROM hist),
             {running('hist', 's, n', 'n', 'below')},
             {running('below', 's, n, below', 'below', 'cumulated')},
-            shares AS (SELECT x.s, x.n, CAST(x.n AS DOUBLE) / t.rows AS share, CAST(x.below AS DOUBLE) / t.rows AS running,
+            shares AS (SELECT x.s, x.n, x.below, CAST(x.n AS DOUBLE) / t.rows AS share, CAST(x.below AS DOUBLE) / t.rows AS running,
                               CAST(x.cumulated AS DOUBLE) / t.rows AS cumulated
                        FROM cumulated x CROSS JOIN total t)
             SELECT list_transform(list_sort(list({{'r': s, 'x': share}})), lambda e: e.x) AS q,
                    list_transform(list_sort(list({{'r': s, 'x': running}})), lambda e: e.x) AS cq,
                    list_concat([0.0], list_transform(list_sort(list({{'r': s, 'x': cumulated}})), lambda e: e.x)) AS cc,
-                   list_sort(list({{'r': s, 'n': n}})) AS hist
+                   list_sort(list({{'r': s, 'n': n, 'below': below}})) AS hist
             FROM shares""", cells=cells)
 
     def whole_table(self, tdist: str) -> str:
         """[1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's
-        kind]: the table is one group of the models' macros."""
+        kind]: the table is one group of the models' macros, every rank present. Its inputs come without a
+        window over every value (one task on Spark): the running rows from tdist, the running sum of the
+        smallest counts per block of counts of one power of two plus the blocks below it."""
         model = self.models.model
         holds = model_holds(model, "v.n", "v.r", "whole", self._ordered())
+        running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
         return self.sql(f"""
-            WITH ranked AS (SELECT h.r AS r, h.n AS n FROM (SELECT unnest(hist) AS h FROM tdist)),
-            valued AS (SELECT r, n, {model_inputs('n', 'r')} FROM ranked)
+            WITH ranked AS (SELECT h.r AS r, h.n AS n, h.below AS below, floor(log2(h.n)) AS b
+                            FROM (SELECT unnest(hist) AS h FROM tdist)),
+            sized AS (SELECT r, n, below, b, sum(n) OVER (PARTITION BY b ORDER BY n {running}) AS within FROM ranked),
+            blocks AS (SELECT b, sum(n) AS n FROM ranked GROUP BY b),
+            earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM blocks a LEFT JOIN blocks e ON e.b < a.b GROUP BY a.b),
+            totals AS (SELECT sum(n) AS rows, max(n) AS top, count(*) AS ranks FROM ranked),
+            valued AS (SELECT x.r, x.n, t.rows AS m_rows, x.below AS m_below,
+                              CASE WHEN x.r < t.ranks THEN x.r + 1 END AS m_next, x.within + p.n AS m_tail, t.top AS m_top
+                       FROM sized x JOIN earlier p ON p.b = x.b CROSS JOIN totals t)
             SELECT [CASE WHEN count(*) = 0 THEN NULL WHEN {holds} THEN 1.0 ELSE 0.0 END,
                     anon_diversity({model}, v.n, v.m_tail, v.m_top)]
             FROM valued v CROSS JOIN tdist whole""", tdist=tdist)

@@ -73,7 +73,7 @@ def test_hierarchy_on_any_qi_and_shapes_past_eight_qis(con, case):
     named = "".join(f", {name} := ?" for name in models)
     con.execute(f"CREATE OR REPLACE TABLE r_sql AS SELECT * FROM mondrian('t', ?, ?{named})", [qis, k, *models.values()])
     check_release(con.execute("SELECT * FROM r_sql").df(), frame, qis, {"c"}, k, *(["s", 2] if diverse else []))
-    levels.mondrian(con, "t", qis, k, into="r_levels", **models)  # the driver runs the plan level by level
+    mondrian.mondrian(con, "t", qis, k, into="r_levels", **models)  # the driver runs the plan level by level
     assert differences(con, "r_sql", "r_levels") == (0, 0)
     con.execute("DROP TABLE r_levels")
 

@@ -120,7 +120,8 @@ def _expand(node: exp.Expression, names: frozenset[str]) -> exp.Expression:
 
     def put(n):
         if isinstance(n, exp.Column) and not n.table and n.name.lower() in args:
-            return args[n.name.lower()].copy()
+            arg = args[n.name.lower()].copy()  # an operation keeps its precedence where the parameter stood
+            return exp.paren(arg) if isinstance(arg, (exp.Binary, exp.Unary)) and not isinstance(arg, exp.Paren) else arg
         return n
 
     return _bottom_up(_bottom_up(body.copy(), put), lambda n: _expand(n, names))
@@ -138,6 +139,9 @@ def _spark_lists(node: exp.Expression) -> exp.Expression:
         total, item = exp.to_identifier("__anon_total"), exp.to_identifier("__anon_item")
         add = exp.Lambda(this=exp.Add(this=exp.column(total), expression=exp.column(item)), expressions=[total, item])
         return exp.Anonymous(this="aggregate", expressions=[node.expressions[0], exp.cast(exp.Literal.number(0), "DOUBLE"), add])
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "list_reduce" and len(node.expressions) == 3:
+        items, merge, start = node.expressions
+        return exp.Anonymous(this="aggregate", expressions=[items, start, merge])
     if isinstance(node, exp.Anonymous) and node.name.lower() == "list_slice":
         items, start, end = node.expressions
         count = exp.Add(this=exp.Sub(this=end.copy(), expression=start.copy()), expression=exp.Literal.number(1))

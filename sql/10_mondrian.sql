@@ -180,16 +180,12 @@ CREATE OR REPLACE MACRO anon_model_unmet(fn, sensitive, model, diversity) AS
                                ELSE 'recursive' END
                || ')-diverse in ''' || coalesce(sensitive, '') || '''');
 
--- anon_model_unmet's error when the whole table does not satisfy `model`; `hist`, `q`, `cq`, `ordered` as
--- anon_model_holds reads them. The checked partitioners (duckdb_anon/mondrian/checked_macros.py) check it
--- before their first cut.
-CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, hist, q, cq, ordered) AS
-    CASE WHEN sensitive IS NOT NULL AND NOT anon_model_holds(hist, model, q, cq, ordered)
-         THEN anon_model_unmet(fn, sensitive, model,
-                               CASE struct_extract(model, 'l_kind') WHEN 'distinct' THEN anon_distinct_l(hist)
-                                    WHEN 'entropy' THEN anon_entropy_l(hist)
-                                    ELSE anon_recursive_l(hist, struct_extract(model, 'c')) END)
-         ELSE true END;
+-- anon_model_unmet's error when the whole table does not satisfy `model`: `holds` 1 or 0 (NULL: no rows)
+-- and `diversity` as CheckedPlan's whole_table gives them (anon_model_holds and anon_diversity,
+-- sql/07_models.sql, over the whole table). The checked partitioners (duckdb_anon/mondrian/checked_macros.py)
+-- check it before their first cut.
+CREATE OR REPLACE MACRO anon_model_attainable(fn, sensitive, model, holds, diversity) AS
+    CASE WHEN sensitive IS NOT NULL AND holds = 0 THEN anon_model_unmet(fn, sensitive, model, diversity) ELSE true END;
 
 -- The shared machinery of every mondrian macro: each source row with __anon_row (scan position),
 -- __anon_class, __anon_size, and each QI replaced by its class's label STRUCT(text, lo, hi, mean): the

@@ -35,23 +35,35 @@ rows AS (
     FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)), fn := fn)),
 overall AS (  -- the table's sensitive values, ranked in the value order used by the ordered distance
     SELECT __anon_s AS s, count(*) AS n, dense_rank() OVER (ORDER BY __anon_s) AS r FROM rows GROUP BY __anon_s),
-table_dist AS (  -- q: the table's share of each rank; cq: its running total
+table_dist AS (  -- q: the table's share of each rank; cq: its running total; cc: 0, then the running total of cq
     SELECT list(n / total ORDER BY r) AS q, list(running / total ORDER BY r) AS cq,
+           list_concat([0.0], list(cumulated / total ORDER BY r)) AS cc,
            (SELECT anon_is_numeric(any_value(COLUMNS([anon_profile_column(qis, sensitive)])))
             FROM args, anon_read(table_name, anon_names(qis, anon_profile_column(qis, sensitive)), fn := fn)) AS ordered
-    FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM overall)),
-classes AS (  -- per class: its histogram of sensitive ranks
-    SELECT g.__anon_class, sum(g.n) AS class_size, list({'r': o.r, 'n': g.n} ORDER BY o.r) AS hist
+    FROM (SELECT *, sum(running) OVER (ORDER BY r) AS cumulated
+          FROM (SELECT r, n, sum(n) OVER () AS total, sum(n) OVER (ORDER BY r) AS running FROM overall))),
+valued AS (  -- per class and sensitive value: its rows, rank and the windows the models read (sql/07_models.sql)
+    SELECT g.__anon_class, g.n, o.r,
+           sum(g.n) OVER (PARTITION BY g.__anon_class) AS m_rows,
+           sum(g.n) OVER (PARTITION BY g.__anon_class ORDER BY o.r ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m_below,
+           lead(o.r) OVER (PARTITION BY g.__anon_class ORDER BY o.r) AS m_next,
+           sum(g.n) OVER (PARTITION BY g.__anon_class ORDER BY g.n ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m_tail,
+           max(g.n) OVER (PARTITION BY g.__anon_class) AS m_top
     FROM (SELECT __anon_class, __anon_s, count(*) AS n FROM rows GROUP BY __anon_class, __anon_s) g
-    JOIN overall o ON o.s IS NOT DISTINCT FROM g.__anon_s
-    GROUP BY g.__anon_class)
+    JOIN overall o ON o.s IS NOT DISTINCT FROM g.__anon_s),
+classes AS (  -- per class: its size and models
+    SELECT v.__anon_class, sum(v.n) AS class_size, anon_distinct_l(v.n) AS distinct_l, anon_entropy_l(v.n) AS entropy_l,
+           anon_recursive_l(v.m_tail, v.m_top, try_cast(c AS DOUBLE)) AS recursive_l,
+           anon_emd(v.n, v.r, v.m_rows, v.m_below, v.m_next, td.q, td.cq, td.cc, td.ordered) AS t
+    FROM valued v CROSS JOIN table_dist td
+    GROUP BY v.__anon_class)
 SELECT nm.* EXCLUDE (__anon_class),
        cl.class_size, 1.0 / cl.class_size AS prosecutor_risk,
-       CASE WHEN sensitive IS NOT NULL THEN anon_distinct_l(cl.hist) END AS distinct_l,
-       CASE WHEN sensitive IS NOT NULL THEN anon_entropy_l(cl.hist) END AS entropy_l,
-       CASE WHEN sensitive IS NOT NULL THEN anon_recursive_l(cl.hist, try_cast(c AS DOUBLE)) END AS recursive_l,
-       CASE WHEN sensitive IS NOT NULL THEN anon_emd(cl.hist, td.q, td.cq, td.ordered) END AS t
-FROM classes cl CROSS JOIN table_dist td CROSS JOIN checks
+       CASE WHEN sensitive IS NOT NULL THEN cl.distinct_l END AS distinct_l,
+       CASE WHEN sensitive IS NOT NULL THEN cl.entropy_l END AS entropy_l,
+       CASE WHEN sensitive IS NOT NULL THEN cl.recursive_l END AS recursive_l,
+       CASE WHEN sensitive IS NOT NULL THEN cl.t END AS t
+FROM classes cl CROSS JOIN checks
 JOIN (SELECT DISTINCT __anon_class, COLUMNS(qis) FROM rows) nm USING (__anon_class)
 WHERE checks.ok
 UNION ALL BY NAME  -- the checks as a branch of their own: they run on an empty table too (never a row)

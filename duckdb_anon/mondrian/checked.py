@@ -20,6 +20,7 @@ returns DuckDB text over placeholders, as Plan's do.
 """
 from __future__ import annotations
 
+from duckdb_anon.mondrian.models import model_holds, model_inputs
 from duckdb_anon.mondrian.plan import Plan
 
 
@@ -128,20 +129,25 @@ class CheckedPlan(Plan):
         """Over ``state``, ``judged``, ``hanc`` and ``tdist``: per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
-        # (the relations' aliases differ from the macros' lambda variables, which Spark's inlined copy keeps;
-        # `good` is judged before the window, which would otherwise hold the table's q and cq lists per side)
-        model = (f" AND anon_model_holds(side.hist, {self.models.model}, whole.q, whole.cq, {self._ordered()})"
-                 if self.sensitive else "")
+        # a side's sensitive values are rows (one per value, with the windows the models read), aggregated per
+        # side: no per-side list, so every step spills. (The relations' aliases differ from the macros'
+        # lambda variables, which Spark's inlined copy keeps.)
+        if self.sensitive:
+            valued = f"SELECT part, dim, g, s, cnt, {model_inputs('cnt', 's', 'part, dim, g')} FROM counted"
+            good = f" AND {model_holds(self.models.model, 'side.cnt', 'side.s', 'whole', self._ordered())}"
+            source = "valued side CROSS JOIN tdist whole"
+        else:
+            valued, good, source = "SELECT * FROM counted", "", "valued side"
         return (f"""
             WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
                              FROM state s JOIN judged j ON s.part = j.part AND j.valid AND j.checked
                              {self._child('j', key)}
                              GROUP BY j.part, j.dim, {self._group(key)}, s.s),
-            hists AS (SELECT part, dim, g, sum(cnt) AS rows, list({{'r': s, 'n': cnt}} ORDER BY s) AS hist
-                      FROM counted GROUP BY part, dim, g)
+            valued AS ({valued}),
+            judged_sides AS (SELECT side.part, side.dim, side.g, sum(side.cnt) AS rows, sum(side.cnt) >= __p_k{good} AS good
+                             FROM {source} GROUP BY side.part, side.dim, side.g)
             SELECT part, dim, g, rows, good, sum(rows) OVER (PARTITION BY part, dim ORDER BY g) - rows AS before
-            FROM (SELECT side.part, side.dim, side.g, side.rows, side.rows >= __p_k{model} AS good
-                  FROM hists side{' CROSS JOIN tdist whole' if self.sensitive else ''})""")
+            FROM judged_sides""")
 
     def checked_decisions(self) -> str:
         """Over ``cands``, ``judged`` and ``sides``: per partition the widest allowed cut (ties to the earliest QI), with the rows its failing sides
@@ -204,28 +210,48 @@ class CheckedPlan(Plan):
     # ---- made once per run ------------------------------------------------------------------------------
     def tdist(self) -> str:
         """Over ``cells``: the sensitive distribution of the whole table: per rank its share (q), the running share (cq),
-        and the histogram (hist), in rank order.
+        the running total of cq after a 0 (cc), and the histogram (hist: rank, rows, running rows), in rank order.
 
-        No step sorts every value in one task (a window without PARTITION BY does on Spark): the running
-        count adds, to a value's running count within its block of 4,096 ranks (a window per block), the
-        rows of the blocks before it (a join of the few blocks' totals)."""
-        return ("""
+        No step sorts every value in one task (a window without PARTITION BY does on Spark): a running count
+        adds, to a value's running count within its block of 4,096 ranks (a window per block), the rows of
+        the blocks before it (a join of the few blocks' totals); cc is the running count's running count."""
+        def running(values: str, columns: str, column: str, name: str) -> str:
+            return f"""{name}_blocked AS (SELECT {columns}, s // 4096 AS b, sum({column}) OVER (PARTITION BY s // 4096 ORDER BY s) AS within FROM {values}),
+            {name}_blocks AS (SELECT b, sum({column}) AS n FROM {name}_blocked GROUP BY b),
+            {name}_earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM {name}_blocks a LEFT JOIN {name}_blocks e ON e.b < a.b GROUP BY a.b),
+            {name} AS (SELECT {', '.join('x.' + c for c in columns.split(', '))}, x.within + p.n AS {name} FROM {name}_blocked x JOIN {name}_earlier p ON p.b = x.b)"""
+        return (f"""
             WITH hist AS (SELECT s, sum(n) AS n FROM cells GROUP BY s),
             total AS (SELECT sum(n) AS rows FROM hist),
-            blocked AS (SELECT s, n, s // 4096 AS b, sum(n) OVER (PARTITION BY s // 4096 ORDER BY s) AS within FROM hist),
-            blocks AS (SELECT b, sum(n) AS n FROM blocked GROUP BY b),
-            earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM blocks a LEFT JOIN blocks e ON e.b < a.b GROUP BY a.b),
-            shares AS (SELECT x.s, x.n, CAST(x.n AS DOUBLE) / t.rows AS share,
-                              CAST(x.within + p.n AS DOUBLE) / t.rows AS running
-                       FROM blocked x JOIN earlier p ON p.b = x.b CROSS JOIN total t)
-            SELECT list_transform(list_sort(list({'r': s, 'x': share})), lambda e: e.x) AS q,
-                   list_transform(list_sort(list({'r': s, 'x': running})), lambda e: e.x) AS cq,
-                   list_sort(list({'r': s, 'n': n})) AS hist
+            {running('hist', 's, n', 'n', 'below')},
+            {running('below', 's, n, below', 'below', 'cumulated')},
+            shares AS (SELECT x.s, x.n, x.below, CAST(x.n AS DOUBLE) / t.rows AS share, CAST(x.below AS DOUBLE) / t.rows AS running,
+                              CAST(x.cumulated AS DOUBLE) / t.rows AS cumulated
+                       FROM cumulated x CROSS JOIN total t)
+            SELECT list_transform(list_sort(list({{'r': s, 'x': share}})), lambda e: e.x) AS q,
+                   list_transform(list_sort(list({{'r': s, 'x': running}})), lambda e: e.x) AS cq,
+                   list_concat([0.0], list_transform(list_sort(list({{'r': s, 'x': cumulated}})), lambda e: e.x)) AS cc,
+                   list_sort(list({{'r': s, 'n': n, 'below': below}})) AS hist
             FROM shares""")
 
     def whole_table(self) -> str:
-        """Over ``tdist``: [1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's kind]."""
-        diversity = {"distinct": "anon_distinct_l(hist)", "entropy": "round(anon_entropy_l(hist), 3)",
-                     "recursive": f"anon_recursive_l(hist, {float(self.models.c)!r})"}[self.models.l_kind]
-        holds = f"anon_model_holds(hist, {self.models.model}, q, cq, {str(self.models.ordered).lower()})"
-        return f"SELECT [CASE WHEN {holds} THEN 1.0 WHEN NOT {holds} THEN 0.0 END, CAST({diversity} AS DOUBLE)] FROM tdist"
+        """Over ``tdist``: [1 when the whole table satisfies the model, 0 when not (NULL: no rows), its diversity of the model's
+        kind]: the table is one group of the models' macros, every rank present. Its inputs come without a
+        window over every value (one task on Spark): the running rows from tdist, the running sum of the
+        smallest counts per block of counts of one power of two plus the blocks below it."""
+        model = self.models.model
+        holds = model_holds(model, "v.n", "v.r", "whole", self._ordered())
+        running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        return (f"""
+            WITH ranked AS (SELECT h.r AS r, h.n AS n, h.below AS below, floor(log2(h.n)) AS b
+                            FROM (SELECT unnest(hist) AS h FROM tdist)),
+            sized AS (SELECT r, n, below, b, sum(n) OVER (PARTITION BY b ORDER BY n {running}) AS within FROM ranked),
+            blocks AS (SELECT b, sum(n) AS n FROM ranked GROUP BY b),
+            earlier AS (SELECT a.b, coalesce(sum(e.n), 0) AS n FROM blocks a LEFT JOIN blocks e ON e.b < a.b GROUP BY a.b),
+            totals AS (SELECT sum(n) AS rows, max(n) AS top, count(*) AS ranks FROM ranked),
+            valued AS (SELECT x.r, x.n, t.rows AS m_rows, x.below AS m_below,
+                              CASE WHEN x.r < t.ranks THEN x.r + 1 END AS m_next, x.within + p.n AS m_tail, t.top AS m_top
+                       FROM sized x JOIN earlier p ON p.b = x.b CROSS JOIN totals t)
+            SELECT [CASE WHEN count(*) = 0 THEN NULL WHEN {holds} THEN 1.0 ELSE 0.0 END,
+                    anon_diversity({model}, v.n, v.m_tail, v.m_top)]
+            FROM valued v CROSS JOIN tdist whole""")

@@ -44,7 +44,8 @@ def partition_sql(width: int, mode: str, rule: str) -> str:
     keys = ", ".join(f"coalesce(c.__anon_keys[{d + 1}], 0)::DOUBLE AS k{d}" for d in range(width))
     hanc, hnode = hierarchy_relations("__p_fn", "__p_hierarchy_sql", "list_transform(__p_qis, lambda q: lower(q))",
                                       checked=False)
-    attainable = "SELECT anon_model_attainable(__p_fn, __p_sensitive, __p_model, hist, q, cq, ordered) FROM tdist"
+    attainable = (f"SELECT anon_model_attainable(__p_fn, __p_sensitive, __p_model, v[1], v[2]) "
+                  f"FROM ({plan.whole_table()}) AS whole_table(v)")
     return f"""
 WITH RECURSIVE
 keyed_cells AS MATERIALIZED (SELECT * FROM anon_keyed_cells(__p_fn, __p_table_name, __p_qis, __p_categorical_order,

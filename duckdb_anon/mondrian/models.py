@@ -7,6 +7,8 @@ level plan:
 
 - on DuckDB the plan calls ``anon_model_holds`` itself; for another dialect (Spark) :func:`inline_models`
   replaces the call by the macros' bodies, as duckdb_anon.sql_rules reads them, in Spark's list functions;
+  the macros aggregate a group's rows, one per sensitive value, which carry the windows of
+  :func:`model_inputs` (the inputs that sql/07_models.sql's header defines);
 - a hierarchy becomes two small relations computed by DuckDB's macros (on the engine's connection, or an
   in-memory one for Spark): ``hanc`` (d, leaf, code, depth, lo), each leaf's code and, per depth, the
   start of its ancestor's run of codes; ``hnode`` (d, name, lo, hi, depth, leaves), every node's run.
@@ -85,11 +87,29 @@ def hierarchy_relations(fn: str, hierarchy_sql: str, positions: str, checked: bo
     return anc, node
 
 
+def model_inputs(n: str, r: str, group: str = "") -> str:
+    """The window columns the models' macros read besides n and r (sql/07_models.sql's header), over rows
+    with the count `n` and the rank `r` of one sensitive value of a group (`group`: its PARTITION BY list;
+    empty: one group): m_rows, m_below, m_next, m_tail, m_top. Each is computed only if the model reads it."""
+    over = f"PARTITION BY {group} " if group else ""
+    running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    return (f"sum({n}) OVER ({over}) AS m_rows, sum({n}) OVER ({over}ORDER BY {r} {running}) AS m_below, "
+            f"lead({r}) OVER ({over}ORDER BY {r}) AS m_next, sum({n}) OVER ({over}ORDER BY {n} {running}) AS m_tail, "
+            f"max({n}) OVER ({over}) AS m_top")
+
+
+def model_holds(model: str, n: str, r: str, whole: str, ordered: str) -> str:
+    """SQL: anon_model_holds over rows carrying :func:`model_inputs`, `whole` the relation of the table's
+    distribution (q, cq, cc), `ordered` SQL for whether the sensitive values are ordered."""
+    return (f"anon_model_holds({model}, {n}, {r}, m_rows, m_below, m_next, m_tail, m_top, "
+            f"{whole}.q, {whole}.cq, {whole}.cc, {ordered})")
+
+
 def inline_models(node: exp.Expression, dialect: str) -> exp.Expression:
-    """For a dialect other than DuckDB, a call of a models macro (anon_model_holds and the macros it calls)
-    as the macros' expression (duckdb_anon.sql_rules.inline)."""
-    return sql_rules.inline(node, dialect, sql_rules.callees("anon_model_holds"))
+    """For a dialect other than DuckDB, a call of a models macro (anon_model_holds, anon_diversity and the
+    macros they call) as the macros' expression (duckdb_anon.sql_rules.inline)."""
+    return sql_rules.inline(node, dialect, sql_rules.callees(*MODEL_MACROS))
 
 
 #: The macros the level plan calls for the models: a level engine on a DuckDB of its own defines them.
-MODEL_MACROS = ("anon_model_holds",)
+MODEL_MACROS = ("anon_model_holds", "anon_diversity")

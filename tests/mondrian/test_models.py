@@ -1,5 +1,6 @@
 """l-diversity and t-closeness enforced by Mondrian's partitioning, checked from the output alone; bad model
 and suppression arguments."""
+import math
 from collections import Counter
 
 import duckdb
@@ -113,3 +114,48 @@ def test_partition_equals_the_reference_implementation(con, case):
 def test_bad_model_arguments(adult_con, args, message):
     with pytest.raises(duckdb.Error, match=r"mondrian\(\): " + message):
         adult_con.execute(f"SELECT * FROM mondrian('adult', ['age', 'education_num'], 5, {args})").fetchall()
+
+
+def _pandas_models(df, c):
+    """Per class (x, y) of `df`: distinct, entropy and recursive (c, l) l and the ordered and equal-distance
+    EMDs of s (NULL one more value, last in the order), computed with pandas from the definitions."""
+    s = df["s"].astype("Int64")
+    order = sorted(s.dropna().unique().tolist()) + ([None] if s.isna().any() else [])
+    code = s.map({v: i for i, v in enumerate(order) if v is not None}).fillna(len(order) - 1).astype(int)
+    table = code.value_counts().reindex(range(len(order)), fill_value=0) / len(df)
+    out = {}
+    for key, part in code.groupby([df["x"], df["y"]]):
+        counts = part.value_counts()
+        p = counts.reindex(range(len(order)), fill_value=0) / len(part)
+        shares = counts / len(part)
+        desc = sorted(counts.tolist(), reverse=True)
+        running = (p - table).cumsum().abs().sum()
+        out[key] = {"distinct_l": len(counts), "entropy_l": math.exp(-(shares * shares.map(math.log)).sum()),
+                    "recursive_l": max((l for l in range(1, len(desc) + 1) if desc[0] < c * sum(desc[l - 1:])), default=0),
+                    "ordered": running / (len(order) - 1) if len(order) > 1 else 0.0,
+                    "categorical": 0.5 * (p - table).abs().sum()}
+    return out
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 5))),
+                     min_size=1, max_size=40),
+       c=st.sampled_from([1, 2, 3]))
+def test_models_of_each_class_equal_pandas(con, rows, c):
+    """The models' macros (sql/07_models.sql: aggregates over a class's rows, one per sensitive value) as
+    class_profile reads them, against pandas: ties, NULL sensitive values, classes of one value."""
+    df = pd.DataFrame(rows, columns=["x", "y", "s"])
+    con.register("df_view", df)
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT x::INTEGER AS x, y::INTEGER AS y, s::INTEGER AS s, "
+                "'v' || s::VARCHAR AS v FROM df_view")  # v: the same values as categories (same order: one digit)
+    con.unregister("df_view")
+    expected = _pandas_models(df, c)
+    for column, emd_kind in (("s", "ordered"), ("v", "categorical")):
+        got = con.execute(f"SELECT x, y, distinct_l, entropy_l, recursive_l, t FROM class_profile('t', ['x', 'y'], "
+                          f"sensitive := '{column}', c := {c})").fetchall()
+        assert len(got) == len(expected)
+        for x, y, distinct, entropy, recursive, t in got:
+            want = expected[(x, y)]
+            assert (distinct, recursive) == (want["distinct_l"], want["recursive_l"])
+            assert entropy == pytest.approx(want["entropy_l"], abs=1e-9)
+            assert t == pytest.approx(want[emd_kind], abs=1e-12)

@@ -246,31 +246,37 @@ def test_privacy_models_give_mondrians_release(spark, plans):
 
 
 def test_model_rules_rendered_for_spark_are_the_macros(spark):
-    """anon_model_holds and each diversity, inlined from sql/07_models.sql and run by Spark, against the
-    macros on DuckDB, on random histograms (one Spark query)."""
+    """anon_model_holds, anon_diversity and each model, inlined from sql/07_models.sql and run by Spark over
+    a group's rows with model_inputs' windows, against the macros on DuckDB, on random groups (one Spark query)."""
     import random
 
     import sqlglot
-    from duckdb_anon.mondrian.models import inline_models
+    from duckdb_anon.mondrian.models import inline_models, model_holds, model_inputs
 
     rng = random.Random(5)
     con = duckdb_anon.connect()
     selects = []
     for case in range(24):
         m = rng.randint(1, 6)
-        q = [rng.random() + 0.01 for _ in range(m)]
-        q = [x / sum(q) for x in q]
-        cq = [sum(q[:i + 1]) for i in range(m)]
-        hist = "[" + ", ".join(f"{{'r': {r}, 'n': {rng.randint(1, 9)}}}"
-                               for r in sorted(rng.sample(range(1, m + 1), rng.randint(1, m)))) + "]"
+        w = [rng.randint(1, 5) for _ in range(m)]
+        q = [x / sum(w) for x in w]
+        cq = [sum(w[:i + 1]) / sum(w) for i in range(m)]
+        cc = [0.0] + [sum(cq[:i + 1]) for i in range(m)]
+        rows = ", ".join(f"({r}, {rng.randint(1, 9)})" for r in sorted(rng.sample(range(1, m + 1), rng.randint(1, m))))
         model = (f"{{'l': {rng.choice([1.0, 1.5, 2.0, 3.0])}::DOUBLE, 'l_kind': '{rng.choice(['distinct', 'entropy', 'recursive'])}', "
                  f"'c': {rng.choice([1.0, 2.0, 3.0])}::DOUBLE, 't': {rng.choice(['NULL', '0.2', '0.5'])}::DOUBLE, 'suppress': 0.0::DOUBLE}}")
-        selects.append(f"SELECT {case} AS id, anon_model_holds({hist}, {model}, {q}, {cq}, {rng.choice(['true', 'false'])}) AS holds, "
-                       f"round(anon_entropy_l({hist}), 9) AS entropy, anon_recursive_l({hist}, 2.0) AS recursive")
+        ordered = rng.choice(["true", "false"])
+        whole = f"(SELECT {q}::DOUBLE[] AS q, {cq}::DOUBLE[] AS cq, {cc}::DOUBLE[] AS cc)"
+        emd = f"anon_emd(v.n, v.r, v.m_rows, v.m_below, v.m_next, whole.q, whole.cq, whole.cc, {ordered})"
+        selects.append(f"SELECT {case} AS id, {model_holds(model, 'v.n', 'v.r', 'whole', ordered)} AS holds, "
+                       f"round(anon_entropy_l(v.n), 9) AS entropy, anon_recursive_l(v.m_tail, v.m_top, 2.0) AS recursive, "
+                       f"round({emd}, 9) AS emd, anon_diversity({model}, v.n, v.m_tail, v.m_top) AS diversity "
+                       f"FROM (SELECT r, n, {model_inputs('n', 'r')} FROM (VALUES {rows}) AS h(r, n)) AS v "
+                       f"CROSS JOIN {whole} AS whole")
     duck = con.execute(" UNION ALL ".join(selects) + " ORDER BY id").fetchall()
     tree = sqlglot.parse_one(" UNION ALL ".join(selects), read="duckdb")
     spark_sql = tree.transform(lambda node: inline_models(node, "spark")).sql("spark")
     rows = sorted(tuple(r) for r in spark.sql(spark_sql).collect())
-    assert [(i, h, e, int(r)) for i, h, e, r in rows] == [(i, h, e, int(r)) for i, h, e, r in duck]
-    assert {h for _, h, _, _ in duck} == {True, False}
+    assert [(i, h, e, int(r), t, d) for i, h, e, r, t, d in rows] == [(i, h, e, int(r), t, d) for i, h, e, r, t, d in duck]
+    assert {h for _, h, *_ in duck} == {True, False}
     con.close()

@@ -29,12 +29,12 @@ from sqlglot import exp
 
 from duckdb_anon import sql_rules
 from duckdb_anon.engines.base import QI, RUN, literal, render
-from duckdb_anon.mondrian.models import NO_MODELS, Models
+from duckdb_anon.mondrian.models import MODEL_MACROS, NO_MODELS, Models
 
 #: the run's relations of hierarchies and of the sensitive distribution (driver.run makes them)
 HIERARCHY_TABLES = ("hanc", "hnode", "tdist")
 #: the SQL macros the plan's texts call: called on DuckDB, inlined for another dialect
-MACROS = ("anon_model_holds", "anon_label_text", "anon_null_key")
+MACROS = (*MODEL_MACROS, "anon_label_text", "anon_null_key")
 
 
 def _inline(node: exp.Expression, dialect: str) -> exp.Expression:

@@ -33,7 +33,7 @@ def spark():
 
 def single_task_steps(plan: str) -> list[str]:
     """The nodes of a physical plan that bring every row to one task: an exchange to a single partition
-    (except one gathering a keyless aggregate's row per task), a window without PARTITION BY, a limit."""
+    (except one gathering partial aggregates, a row per task), a window without PARTITION BY, a limit."""
     lines = plan.splitlines()
     found = []
     for i, line in enumerate(lines):

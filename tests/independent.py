@@ -1,5 +1,6 @@
 """Checks of a release computed with pandas from the output alone, sharing nothing with the SQL macros."""
 import math
+from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
@@ -99,3 +100,41 @@ def catalog_digest(con, value) -> str:
     key = con.execute("SELECT getvariable('duckdb_anon_catalog_key')").fetchall()[0][0]
     inner = hashlib.sha256((key + str(value)).encode()).hexdigest()
     return hashlib.sha256((key + inner).encode()).hexdigest()[:32]
+
+
+class HtmlPage(HTMLParser):
+    """An HTML page or fragment as the standard library's parser reads it: each tag with the path of its
+    parents and its attributes, and the visible text (unescaped); nesting is checked as it is read, and
+    every tag must be closed."""
+    VOID = {"img", "meta", "br"}  # elements without an end tag
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.open, self.tags, self.text = [], [], []
+        self.feed(text)
+        self.close()
+        assert self.open == [], f"unclosed tags: {self.open}"
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(("/".join([*self.open, tag]), dict(attrs)))
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    @property
+    def paths(self) -> list[str]:
+        return [path for path, _ in self.tags]
+
+    @property
+    def images(self) -> list[str]:
+        return [attrs["src"] for path, attrs in self.tags if path.rsplit("/", 1)[-1] == "img"]
+
+    @property
+    def links(self) -> list[str]:
+        return [value for _, attrs in self.tags for name, value in attrs.items() if name in ("src", "href")]

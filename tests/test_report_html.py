@@ -4,52 +4,25 @@ assembles from them on a release with hostile column names and values holds ever
 the data wrote as markup. The report command's own tests are tests/commands/test_report*.py."""
 import base64
 import re
-from html.parser import HTMLParser
 
 import pytest
 
 from duckdb_anon import report
 from duckdb_anon.report_html import GLOSSARY, glossary, image, number, table, verdict
+from tests.independent import HtmlPage
 
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "&amp; &lt;", "</td></tr></table>",
            "it's"]
-VOID = {"img", "meta", "br"}
-
-
-class Page(HTMLParser):
-    """Tags with the path of their parents, attributes, and the text: nesting checked as it is read."""
-
-    def __init__(self, fragment: str):
-        super().__init__()  # convert_charrefs: text comes back unescaped
-        self.open, self.tags, self.text = [], [], []
-        self.feed(fragment)
-        self.close()
-        assert self.open == [], f"unclosed: {self.open}"
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(("/".join([*self.open, tag]), dict(attrs)))
-        if tag not in VOID:
-            self.open.append(tag)
-
-    def handle_endtag(self, tag):
-        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
-        self.open.pop()
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def paths(self) -> list[str]:
-        return [path for path, _ in self.tags]
 
 
 def test_a_table_escapes_every_cell_and_marks_numbers():
     """Text is escaped; an integer shows as it is, a float as number() prints it, None as NULL; numbers (not
     booleans) are right-aligned; a row takes its class."""
     rows = [(HOSTILE[0], 1234567, 0.5), (HOSTILE[1], None, True), (HOSTILE[3], -2, 1 / 3)]
-    page = Page(table(["name " + HOSTILE[2], HOSTILE[4], "x"], rows, ["passed", "FAILED", ""]))
-    assert page.paths()[:3] == ["div", "div/table", "div/table/thead"]
-    assert {p for p in page.paths() if p.endswith(("/td", "/th"))} == {"div/table/thead/tr/th", "div/table/tbody/tr/td"}
-    assert not any(p.endswith(("script", "img")) for p in page.paths())  # no tag came from the data
+    page = HtmlPage(table(["name " + HOSTILE[2], HOSTILE[4], "x"], rows, ["passed", "FAILED", ""]))
+    assert page.paths[:3] == ["div", "div/table", "div/table/thead"]
+    assert {p for p in page.paths if p.endswith(("/td", "/th"))} == {"div/table/thead/tr/th", "div/table/tbody/tr/td"}
+    assert not any(p.endswith(("script", "img")) for p in page.paths)  # no tag came from the data
     cells = [(attrs.get("class"), text) for (path, attrs), text in zip([t for t in page.tags if t[0].endswith(("/td", "/th"))], page.text)]
     assert [text for _, text in cells] == ["name " + HOSTILE[2], HOSTILE[4], "x", HOSTILE[0], "1234567", "0.5000",
                                            HOSTILE[1], "NULL", "True", HOSTILE[3], "-2", "0.3333"]
@@ -64,31 +37,31 @@ def test_numbers_read_as_the_summary_prints_them(value, digits, shown):
 
 
 def test_the_verdict_says_none_pass_or_fail_and_escapes_the_gates():
-    none = Page(verdict([]))
+    none = HtmlPage(verdict([]))
     assert none.tags[0] == ("div", {"class": "verdict none", "id": "verdict"}) and "No release gates" in "".join(none.text)
     gates = [("--require-k 5", "achieved k = 7", "passed"), ("--max-linkage 0.1 " + HOSTILE[0], HOSTILE[1], "passed")]
-    passed = Page(verdict(gates))
+    passed = HtmlPage(verdict(gates))
     assert passed.tags[0][1]["class"] == "verdict pass" and "".join(passed.text).startswith("PASS: the release passes all 2")
-    assert [p for p in passed.paths() if p.endswith("li")] == ["div/ul/li"] * 2
-    failed = Page(verdict(gates[:1] + [(gates[1][0], gates[1][1], "FAILED")]))
+    assert [p for p in passed.paths if p.endswith("li")] == ["div/ul/li"] * 2
+    failed = HtmlPage(verdict(gates[:1] + [(gates[1][0], gates[1][1], "FAILED")]))
     text = "".join(failed.text)
     assert failed.tags[0][1]["class"] == "verdict fail" and text.startswith("FAIL: the release fails 1 of 2")
     assert f"{gates[1][0]}: FAILED ({HOSTILE[1]})" in text and "PASS" not in text
-    assert not any(p.endswith(("script", "img")) for p in passed.paths() + failed.paths())
+    assert not any(p.endswith(("script", "img")) for p in passed.paths + failed.paths)
 
 
 def test_the_glossary_holds_the_shown_terms_in_order():
-    everything = Page(glossary())
+    everything = HtmlPage(glossary())
     terms = [text for (path, _), text in zip([t for t in everything.tags if t[0] != "h2"], everything.text[1:]) if path.endswith("dt")]
     assert terms == [term for term, _ in GLOSSARY]
     shown = {"NCP", "achieved k", "not a term"}
-    some = Page(glossary(shown))
+    some = HtmlPage(glossary(shown))
     assert [t for t in some.text if t in {term for term, _ in GLOSSARY}] == ["achieved k", "NCP"]
 
 
 def test_an_image_carries_its_bytes_and_an_escaped_alt():
     data = bytes(range(256))
-    page = Page(image(data, HOSTILE[1]))
+    page = HtmlPage(image(data, HOSTILE[1]))
     (path, attrs), = page.tags
     assert path == "img" and attrs["alt"] == HOSTILE[1]
     scheme, encoded = attrs["src"].split(",", 1)
@@ -110,10 +83,10 @@ def test_a_page_on_hostile_names_and_values_holds_every_section_and_no_markup_of
     report.write_html(path, request, measures, {"class_sizes": png, "risk": png, "ncp": None},
                       [("--require-k 2", "achieved k = 2", "passed")])
     text = path.read_text(encoding="utf-8")
-    page = Page(text)
-    assert page.paths()[0] == "html" and "html/head/title" in page.paths()
-    assert not any(p.endswith(("/script", "body/table")) for p in page.paths())  # every table sits in its scroller
-    assert [p for p in page.paths() if p.endswith("/img")] == ["html/body/img"] * 2
+    page = HtmlPage(text)
+    assert page.paths[0] == "html" and "html/head/title" in page.paths
+    assert not any(p.endswith(("/script", "body/table")) for p in page.paths)  # every table sits in its scroller
+    assert [p for p in page.paths if p.endswith("/img")] == ["html/body/img"] * 2
     headings = [t.strip() for t in re.findall(r"<h2>(.*?)</h2>", text)]
     assert headings == ["Summary", "Release gates", "Equivalence-class sizes", "Information loss (NCP per quasi-identifier)",
                         "Re-identification risk", f"The {len(measures.smallest_rows)} smallest classes", "What the measures mean"]

@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-from html.parser import HTMLParser
 
 import duckdb
 import pandas as pd
@@ -13,7 +12,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
-from tests.independent import class_sizes, ncp_percent, row_keys
+from tests.independent import HtmlPage, class_sizes, ncp_percent, row_keys
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 QI_ARG = ",".join(ADULT_QIS)
@@ -70,36 +69,8 @@ def number(text: str) -> float:
     return float(re.match(r"[\d,.]+", text).group().replace(",", ""))
 
 
-class PageParser(HTMLParser):
-    """Records the tags, how they nest, the images and the visible text of a page."""
-
-    def __init__(self):
-        super().__init__()
-        self.open, self.paths, self.images, self.text, self.links = [], [], [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        self.paths.append("/".join([*self.open, tag]))
-        if tag == "img":
-            self.images.append(attrs["src"])
-        self.links += [value for name, value in attrs.items() if name in ("src", "href")]
-        if tag not in ("img", "meta", "br"):  # void elements have no end tag
-            self.open.append(tag)
-
-    def handle_endtag(self, tag):
-        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
-        self.open.pop()
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-def parse(path) -> PageParser:
-    page = PageParser()
-    page.feed(path.read_text(encoding="utf-8"))
-    page.close()
-    assert page.open == [], f"unclosed tags: {page.open}"
-    return page
+def parse(path) -> HtmlPage:
+    return HtmlPage(path.read_text(encoding="utf-8"))
 
 
 def test_the_page_is_self_contained_html_with_three_png_plots(full_report):

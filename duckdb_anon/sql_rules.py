@@ -152,15 +152,18 @@ def _spark_lists(node: exp.Expression) -> exp.Expression:
 def inline(node: exp.Expression, dialect: str, names) -> exp.Expression:
     """For a dialect other than DuckDB, a call of one of the macros `names` as the macros' expression (the
     macros it calls inlined too), in that dialect's list functions. DuckDB calls the macro itself."""
+    if dialect == "duckdb" or not isinstance(node, exp.Anonymous):
+        return node
     names = frozenset(n.lower() for n in names)
-    if dialect == "duckdb" or not (isinstance(node, exp.Anonymous) and node.name.lower() in names):
+    if node.name.lower() not in names:
         return node
     return _bottom_up(_expand(node, names), _spark_lists)
 
 
+@lru_cache(maxsize=None)
 def callees(*names: str) -> frozenset[str]:
     """The macros `names` and every macro their statements use, transitively (lower-case)."""
-    where, uses = _defined()
+    where, _ = _defined()
     by_statement = {i: n for n, i in where.items()}
     needed = _closure(names)
     return frozenset(by_statement[i] for i in needed if i in by_statement)

@@ -68,14 +68,15 @@ def statements() -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def _defined() -> tuple[dict[str, int], list[set[int]]]:
-    """Which statement defines each name (the last one), and each statement's earlier statements it uses."""
+    """Which statement defines each name (the last one), and the other statements each statement uses. A
+    name counts wherever it is written, a string included: a macro may name a later one in the text it
+    hands to query()."""
     where: dict[str, int] = {}
-    uses: list[set[int]] = []
     for i, statement in enumerate(statements()):
-        words = {w.lower() for w in _WORD.findall(statement)}
-        uses.append({where[w] for w in words if w in where})
         for name in _DEFINES.findall(statement):
             where[name.lower()] = i
+    uses = [{where[w] for w in {w.lower() for w in _WORD.findall(statement)} if w in where and where[w] != i}
+            for i, statement in enumerate(statements())]
     return where, uses
 
 

@@ -142,6 +142,15 @@ CREATE OR REPLACE MACRO anon_columns_present(fn, arg, table_name, columns, have,
                                                      lambda c: '''' || c || ''' is ' || have[lower(c)]), ', ')
                    || ', not ' || type_text);
 
+-- true, or an error naming fn and the table's argument (`table_arg`) when a column of the table (`names`, as
+-- written) has a reserved name: the macros number and carry rows under such names, so the column would be
+-- misread or dropped.
+CREATE OR REPLACE MACRO anon_no_reserved_columns(fn, table_name, names, table_arg := 'table_name') AS
+    anon_check(list_bool_or(list_transform(names, lambda n: anon_reserved_name(n))), fn, table_arg,
+               anon_shown(table_name) || ' has a column of a reserved __anon_ name ('
+               || array_to_string(list_filter(names, lambda n: anon_reserved_name(n)), ', ')
+               || '): read it through a view that renames it');
+
 -- One row (ok := true), or an error naming fn and arg when one of `columns` is a reserved name, when
 -- table_name lacks one of them, or when one of `typed` (a subset of them) has a type that `type_pattern` (a regex over DuckDB's type names) does not
 -- match; `type_text` says what was expected. The table name is checked too, as argument `table_arg`

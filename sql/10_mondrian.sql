@@ -21,9 +21,6 @@
 --   anon_mondrian_text / _typed / _classes  the output shapes; mondrian() and mondrian_classes(), which
 --                   check the arguments and pick a shape, are in 11_mondrian_api.sql.
 
--- Can a QI of x's type be generalized (anon_qi_kind, 00_helpers.sql)?
-CREATE OR REPLACE MACRO anon_is_generalizable(x) AS anon_qi_kind(typeof(x)) IS NOT NULL;
-
 -- Is column `c` one of the QIs? Names match as DuckDB matches them, whatever their case.
 CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, lambda q: lower(q)), lower(c));
 
@@ -33,11 +30,26 @@ CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS list_contains(list_transform(qis, 
 CREATE OR REPLACE MACRO anon_source(table_name, qis := [], sensitive := NULL) AS TABLE
     FROM query(anon_read_sql(table_name, anon_names(qis, sensitive)));
 
--- The source's columns (lower-cased) -> types, for anon_columns_present (a macro apart from
--- anon_require_columns, for the same reason as anon_source).
+-- The source's column names as written, and its columns (lower-cased) -> types, for anon_mondrian_columns (a
+-- macro apart from anon_require_columns, for the same reason as anon_source).
 CREATE OR REPLACE MACRO anon_source_columns(table_name) AS TABLE
-SELECT map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
+SELECT list(column_name) AS names, map_from_entries(list({'key': lower(column_name), 'value': column_type})) AS have
 FROM (DESCRIBE FROM query_table(table_name));
+
+-- true, or mondrian()'s error naming fn and the argument at fault, for a table with the columns `names` (as
+-- written) and `have` (lower-cased name -> DuckDB type name), read as argument `table_arg`: no column has a reserved name
+-- (anon_no_reserved_columns), the table has every QI and the sensitive column, and every QI is of a type
+-- Mondrian can generalize (anon_qi_kind). The one home of these checks: anon_cells calls it, and the level
+-- driver and Spark call it with their tables' columns (duckdb_anon.mondrian.driver.check_columns).
+CREATE OR REPLACE MACRO anon_mondrian_columns(fn, table_name, names, have, qis, sensitive, table_arg := 'table_name') AS
+    anon_no_reserved_columns(fn, table_name, names, table_arg := table_arg)
+    AND anon_columns_present(fn, 'qis', table_name, qis, have)
+    AND anon_columns_present(fn, 'sensitive', table_name, anon_names([sensitive]), have)
+    AND CASE WHEN len(list_filter(qis, lambda q: anon_qi_kind(have[lower(q)]) IS NULL)) > 0
+             THEN error(fn || '(): argument ''qis'': column ''' || list_filter(qis, lambda q: anon_qi_kind(have[lower(q)]) IS NULL)[1]
+                        || ''' has type ' || have[lower(list_filter(qis, lambda q: anon_qi_kind(have[lower(q)]) IS NULL)[1])]
+                        || ', which cannot be generalized')
+             ELSE true END;
 
 CREATE OR REPLACE MACRO anon_numbered(table_name, qis := [], sensitive := NULL) AS TABLE
     SELECT row_number() OVER () AS __anon_row, * FROM anon_source(table_name, qis := qis, sensitive := sensitive);
@@ -45,16 +57,8 @@ CREATE OR REPLACE MACRO anon_numbered(table_name, qis := [], sensitive := NULL) 
 CREATE OR REPLACE MACRO anon_cells(table_name, qis, categorical_order, fn := 'mondrian', hierarchy_sql := NULL,
                                    sensitive := NULL) AS TABLE
 WITH
-qi_types AS (  -- every QI can be generalized: numbers, dates and times, text, ENUM, BOOLEAN (checked on the
-               -- column types alone, so an empty table is checked too)
-    SELECT [*COLUMNS(*)] AS ok
-    FROM (SELECT anon_is_generalizable(COLUMNS(qis))
-                 OR error(fn || '(): argument ''qis'': column ''' || alias(COLUMNS(qis)) || ''' has type '
-                          || typeof(COLUMNS(qis)) || ', which cannot be generalized')
-          FROM (SELECT 1 WHERE (SELECT anon_columns_present(fn, 'qis', table_name, qis, have)
-                                           AND anon_columns_present(fn, 'sensitive', table_name, anon_names([sensitive]), have)
-                                    FROM anon_source_columns(table_name)))
-          LEFT JOIN (SELECT COLUMNS(qis) FROM anon_source(table_name, qis := qis, sensitive := sensitive) LIMIT 0) ON true)),
+qi_types AS (  -- the table's columns checked (on their types alone, so an empty table is checked too)
+    SELECT [anon_mondrian_columns(fn, table_name, names, have, qis, sensitive)] AS ok FROM anon_source_columns(table_name)),
 grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its sensitive value
     SELECT COLUMNS(qis), CASE WHEN sensitive IS NULL THEN NULL ELSE COLUMNS([coalesce(sensitive, qis[1])]) END AS __anon_s,
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell

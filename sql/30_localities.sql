@@ -45,10 +45,7 @@ FROM (SELECT row_number() OVER () AS __anon_row, NULL AS __anon_none, * FROM que
 -- column is not numeric.
 CREATE OR REPLACE MACRO anon_column_checks(fn, table_name, col, group_by) AS TABLE
 WITH have AS (SELECT list(column_name) AS given, list(lower(column_name)) AS names FROM (DESCRIBE FROM query_table(table_name)))
-SELECT CASE WHEN list_bool_or(list_transform(h.given, lambda n: anon_reserved_name(n)))
-                 THEN anon_check(true, fn, 'table_name', '''' || table_name || ''' has a column of a reserved __anon_ name ('
-                                 || array_to_string(list_filter(h.given, lambda n: anon_reserved_name(n)), ', ')
-                                 || '): read it through a view that renames it')
+SELECT CASE WHEN NOT anon_no_reserved_columns(fn, table_name, h.given) THEN NULL
             WHEN typeof(group_by) = 'VARCHAR' AND anon_reserved_name(group_by)
                  THEN anon_check(true, fn, 'group_by', 'is a reserved __anon_ name: ' || anon_shown(group_by))
             WHEN NOT list_contains(h.names, lower(col::VARCHAR))

@@ -28,6 +28,7 @@ class QI:
     name: str
     kind: str  # NUMERIC, TEMPORAL or CATEGORICAL
     key: str = ""  # TEMPORAL: the value {x} as microseconds since the epoch (DuckDB SQL the engine's dialect reads)
+    type: str = ""  # the column's type under DuckDB's name (Spark's types mapped), for the SQL rules that read it
 
 
 @dataclass(frozen=True)

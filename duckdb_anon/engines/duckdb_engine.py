@@ -21,8 +21,8 @@ def duckdb_columns(columns: list[tuple[str, str]]) -> list[QI]:
                             [[type_name for _, type_name in columns]]).fetchall()[0][0]
     finally:
         con.close()
-    return [QI(name, kind, "anon_numeric_key({x})" if kind == TEMPORAL else "")
-            for (name, _), kind in zip(columns, kinds)]
+    return [QI(name, kind, "anon_numeric_key({x})" if kind == TEMPORAL else "", type_name)
+            for (name, type_name), kind in zip(columns, kinds)]
 
 
 def _batch(udf: Udf):

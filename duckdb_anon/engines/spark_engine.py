@@ -15,7 +15,8 @@ from duckdb_anon.engines.base import QI, TEMPORAL, Engine, Names, Udf
 _DUCKDB_TYPES = {"ByteType": "TINYINT", "ShortType": "SMALLINT", "IntegerType": "INTEGER", "LongType": "BIGINT",
                  "FloatType": "FLOAT", "DoubleType": "DOUBLE", "DecimalType": "DECIMAL", "StringType": "VARCHAR",
                  "VarcharType": "VARCHAR", "CharType": "VARCHAR", "BooleanType": "BOOLEAN", "DateType": "DATE",
-                 "TimestampType": "TIMESTAMP WITH TIME ZONE", "TimestampNTZType": "TIMESTAMP"}
+                 "TimestampType": "TIMESTAMP WITH TIME ZONE", "TimestampNTZType": "TIMESTAMP",
+                 "BinaryType": "BLOB"}
 # a temporal column's key in Spark SQL: microseconds since the epoch, as DuckDB's anon_numeric_key
 _TIME_KEYS = {"DateType": "unix_date({x}) * 86400000000",  # days since the epoch
               "TimestampType": "unix_micros({x})",  # an instant
@@ -61,7 +62,7 @@ def spark_columns(fields) -> list[QI]:
 
     spark_types = [type(field.dataType).__name__ for field in fields]
     kinds = duckdb_columns([(field.name, _DUCKDB_TYPES.get(t, t)) for field, t in zip(fields, spark_types)])
-    return [QI(qi.name, qi.kind, _TIME_KEYS[t] if qi.kind == TEMPORAL else "") for qi, t in zip(kinds, spark_types)]
+    return [QI(qi.name, qi.kind, _TIME_KEYS[t] if qi.kind == TEMPORAL else "", qi.type) for qi, t in zip(kinds, spark_types)]
 
 
 class SparkEngine(Engine):

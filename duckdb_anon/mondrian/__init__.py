@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
-from duckdb_anon.mondrian.driver import run
+from duckdb_anon.mondrian.driver import check_columns, run
 from duckdb_anon.mondrian.models import Models, hierarchy_queries, model_arguments
 
 def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k: int, *, into: str,
@@ -42,12 +42,8 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
     if medians not in (None, "running", "quantile"):
         raise ValueError(f"mondrian(): argument 'medians' must be 'running', 'quantile' or None, got {medians!r}")
     engine = DuckDBEngine(con, table_name)
-    published = con.execute("SELECT anon_published_columns('mondrian', ?, ?, ?)",
-                            [[column.name for column in engine.columns()], list(qis),
-                             list(keep) if isinstance(keep, tuple) else keep]).fetchall()[0][0]
+    published = check_columns("mondrian", engine.columns(), table_name, list(qis), sensitive, keep)
     by_name = {column.name.lower(): column for column in engine.columns()}
-    if sensitive is not None and sensitive.lower() not in by_name:
-        raise ValueError(f"mondrian(): argument 'sensitive': the table has no column '{sensitive}'")
     hier = {h.lower() for h in (hierarchies or {})}
     models = Models(hier=tuple(d for d, q in enumerate(qis) if q.lower() in hier),
                     sensitive=by_name[sensitive.lower()] if sensitive is not None else None,

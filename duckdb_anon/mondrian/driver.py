@@ -60,18 +60,31 @@ def _raise_rule(rule: str, sql: str, parameters: list) -> None:
         con.close()
 
 
-def resolve_qis(fn: str, engine: Engine, qis: list[str]) -> list[QI]:
-    """The QIs with their real column names and kinds; an unknown or unsupported column is an error."""
+def check_columns(fn: str, columns: list[QI], table, qis: list[str], sensitive: str | None, keep,
+                  table_arg: str = "table_name") -> list[str]:
+    """mondrian()'s checks of the source's columns (anon_mondrian_columns: no reserved name, the QIs and the
+    sensitive column present, every QI generalizable) and its `keep` rule (anon_published_columns), run on
+    a private DuckDB holding them, with mondrian()'s messages: the columns the release publishes.
+    `columns`: the source's (an engine's columns()); `table`: the source as the messages show it, given
+    as argument `table_arg`."""
+    con = sql_rules.private_duckdb("anon_mondrian_columns", "anon_published_columns")
+    try:
+        return con.execute(
+            "SELECT CASE WHEN anon_mondrian_columns($fn, $table, $names, map(list_transform($names, lambda n: lower(n)), "
+            "$types), $qis, $sensitive, table_arg := $table_arg) THEN anon_published_columns($fn, $names, $qis, $keep) END",
+            {"fn": fn, "table": table, "names": [c.name for c in columns], "types": [c.type for c in columns],
+             "qis": list(qis), "sensitive": sensitive, "keep": list(keep) if isinstance(keep, tuple) else keep,
+             "table_arg": table_arg}).fetchall()[0][0]
+    except duckdb.Error as exc:
+        raise ValueError(str(exc).split("Error: ", 1)[-1]) from None
+    finally:
+        con.close()
+
+
+def resolve_qis(engine: Engine, qis: list[str]) -> list[QI]:
+    """The QIs as the source's columns (their real names and kinds), once check_columns has passed."""
     by_name = {column.name.lower(): column for column in engine.columns()}
-    out = []
-    for q in qis:
-        if q.lower() not in by_name:
-            raise ValueError(f"{fn}(): argument 'qis': the table has no column '{q}'")
-        column = by_name[q.lower()]
-        if column.kind is None:
-            raise ValueError(f"{fn}(): argument 'qis': column '{column.name}' has a type that cannot be generalized")
-        out.append(column)
-    return out
+    return [by_name[q.lower()] for q in qis]
 
 
 def _check_models(fn: str, engine: Engine, plan: Plan, names: Names, models: Models, qis: tuple[QI, ...],
@@ -110,7 +123,7 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
 
     The caller drops ``names.made`` once it has materialized the release."""
     names = names if names is not None else Names()
-    rules = (tuple(resolve_qis(fn, engine, qis)), int(k), mode, split_rule, categorical_order, engine.dialect)
+    rules = (tuple(resolve_qis(engine, qis)), int(k), mode, split_rule, categorical_order, engine.dialect)
     checked = models.checked
     medians = "running" if checked else medians  # checked cuts count their sides from the running totals
     plan = make_plan(*rules, "running", models)  # for the queries made once per run; query() caches the per-level ones

@@ -50,6 +50,12 @@ class Models:
 NO_MODELS = Models()
 
 
+#: The macros model_arguments and hierarchy_queries call, and the relations they return read: a private
+#: DuckDB holding them serves an engine without mondrian()'s macros (Spark).
+MODEL_ARGUMENT_MACROS = ("anon_model_literal", "anon_hierarchy_sql", "anon_sql_literal", "anon_sql_list",
+                         "anon_hierarchy_leaves", "anon_hierarchy_maps")
+
+
 def model_arguments(con, fn: str, qis: list[str], mode: str, sensitive, l, l_kind, c, t, max_suppression) -> str:
     """anon_model_literal's checks (errors name fn and the argument) and its STRUCT literal."""
     return con.execute("SELECT anon_model_literal(?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -24,8 +24,8 @@ import tempfile
 from duckdb_anon import sql_rules
 from duckdb_anon.engines.base import CATEGORICAL, Names
 from duckdb_anon.engines.spark_engine import SparkEngine, spark_columns
-from duckdb_anon.mondrian.driver import run
-from duckdb_anon.mondrian.models import NO_MODELS, Models, hierarchy_queries, model_arguments
+from duckdb_anon.mondrian.driver import check_columns, run
+from duckdb_anon.mondrian.models import MODEL_ARGUMENT_MACROS, NO_MODELS, Models, hierarchy_queries, model_arguments
 
 FN = "spark.mondrian"
 
@@ -53,24 +53,6 @@ def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_ord
         raise ValueError(f"{FN}(): argument 'row_order' must be a list of column names")
 
 
-def published_columns(columns: list[str], qis, keep) -> list[str] | None:
-    """The columns the release publishes (None: all): mondrian()'s `keep` rule, the SQL macro
-    anon_published_columns, evaluated by an in-memory DuckDB so that Spark follows the same definition."""
-    if keep is None:
-        return None
-    import duckdb
-    from duckdb_anon import connect
-
-    con = connect()
-    try:
-        keep = list(keep) if isinstance(keep, tuple) else keep
-        return con.execute("SELECT anon_published_columns(?, ?, ?, ?)", [FN, list(columns), list(qis), keep]).fetchall()[0][0]
-    except duckdb.Error as exc:
-        raise ValueError(str(exc).split("Error: ", 1)[-1]) from None
-    finally:
-        con.close()
-
-
 def privacy_models(spark, frame, qis, mode, names: Names, hierarchies=None, sensitive=None, l=None,
                    l_kind="distinct", c=2, t=None, max_suppression=0) -> tuple[Models, tuple[str, str] | None]:
     """mondrian()'s models for a Spark run, checked by the SQL macros in an in-memory DuckDB: the Models
@@ -78,12 +60,10 @@ def privacy_models(spark, frame, qis, mode, names: Names, hierarchies=None, sens
     if hierarchies is None and sensitive is None and l is None and t is None and not max_suppression:
         return NO_MODELS, None
     import duckdb
-    from duckdb_anon import connect
 
     by_name = {column.name.lower(): column for column in spark_columns(frame.schema.fields)}
-    if sensitive is not None and sensitive.lower() not in by_name:
-        raise ValueError(f"{FN}(): argument 'sensitive': the table has no column '{sensitive}'")
-    con = connect()
+    # mondrian()'s own macros, on a private DuckDB; the hierarchies registered on this cursor are its own
+    con = sql_rules.private_duckdb(*MODEL_ARGUMENT_MACROS)
     try:
         model = model_arguments(con, FN, list(qis), mode, sensitive, l, l_kind, c, t, max_suppression)
         if hierarchies is not None and not isinstance(hierarchies, dict):
@@ -131,14 +111,14 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
     check_arguments(qis, k, mode, output, categorical_order, split_rule, row_order, sensitive, l, l_kind, c, t,
                     max_suppression)
     frame = spark.table(table) if isinstance(table, str) else table
-    if "__anon_row" in frame.columns:
-        raise ValueError(f"{FN}(): argument 'table' has a column named __anon_row, a reserved name")
+    source_columns = spark_columns(frame.schema.fields)
+    published = check_columns(FN, source_columns, table if isinstance(table, str) else "DataFrame", list(qis),
+                              sensitive, keep, table_arg="table")
     columns = frame.columns
     missing = [c for c in (row_order or []) if c.lower() not in {x.lower() for x in columns}]
     if missing:
         raise ValueError(f"{FN}(): argument 'row_order': the table has no column {missing[0]!r}")
-    published = published_columns(columns, qis, keep)
-    kinds = {column.name.lower(): column.kind for column in spark_columns(frame.schema.fields)}
+    kinds = {column.name.lower(): column.kind for column in source_columns}
     reads_order = mode == "relaxed" or (categorical_order == "appearance"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
     order = (list(row_order or columns)) if reads_order else None  # None: any unique number will do

@@ -16,7 +16,7 @@ def test_duckdb_kinds_are_the_macros():
     kinds = [qi.kind for qi in DuckDBEngine(con, "t").columns()]
     # what mondrian()'s macros say of each column, read independently through typeof() on the table
     said = con.execute("SELECT " + ", ".join(
-        f"CASE WHEN NOT anon_is_generalizable(c{i}) THEN NULL WHEN anon_is_temporal(c{i}) THEN '{TEMPORAL}' "
+        f"CASE WHEN anon_qi_kind(typeof(c{i})) IS NULL THEN NULL WHEN anon_is_temporal(c{i}) THEN '{TEMPORAL}' "
         f"WHEN anon_is_numeric(c{i}) THEN '{NUMERIC}' ELSE '{CATEGORICAL}' END" for i in range(len(TYPES)))
         + " FROM (SELECT 1) LEFT JOIN t ON true").fetchall()[0]
     assert kinds == list(said)

@@ -57,12 +57,12 @@ def kinds(module_con):
 
 
 def test_a_column_is_read_as_the_sql_mondrian_reads_it(kinds):
-    """Kind None exactly where mondrian()'s own rule (anon_is_generalizable, the check that refuses a QI)
+    """Kind None exactly where mondrian()'s own rule (anon_qi_kind, the check that refuses a QI)
     says no; numeric and temporal exactly where its rules anon_is_numeric and anon_is_temporal order the
     column by magnitude; a temporal key equal to the SQL's ordering key (anon_numeric_key) row by row."""
     con, read = kinds
     columns = COLUMNS + ["named"]
-    rules = con.execute("SELECT " + ", ".join(f"[anon_is_generalizable({c}), anon_is_numeric({c}), anon_is_temporal({c})]"
+    rules = con.execute("SELECT " + ", ".join(f"[(anon_qi_kind(typeof({c})) IS NOT NULL), anon_is_numeric({c}), anon_is_temporal({c})]"
                                               for c in columns) + " FROM kinds LIMIT 1").fetchone()
     for c, (generalizable, numeric, temporal) in zip(columns, rules):
         expected = None if not generalizable else TEMPORAL if temporal else NUMERIC if numeric else CATEGORICAL

@@ -82,6 +82,25 @@ def test_bad_arguments_name_the_argument_and_leave_nothing(con):
     assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 5  # the source is untouched
 
 
+@pytest.mark.parametrize("qis, arguments", [
+    (["a", "nope"], {}), (["a"], {"sensitive": "nope", "l": 2}), (["a", "blob"], {}), (["a"], {"keep": ["nope"]}),
+    (["a", "Odd"], {"source": "reserved"}), (["__anon_a"], {})])
+def test_the_tables_columns_are_refused_with_mondrians_own_message(con, qis, arguments):
+    """A missing QI, sensitive or keep column, a QI that cannot be generalized, a table with a column of a
+    reserved name: the driver raises exactly the error SQL mondrian() raises (one rule, in SQL)."""
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 5 AS a, range % 3 AS odd, 'x'::BLOB AS blob FROM range(12)")
+    con.execute('CREATE TABLE reserved AS SELECT *, 1 AS "__Anon_Z" FROM t')
+    source = arguments.pop("source", "t")
+    named = "".join(f", {name} := ?" for name in arguments)
+    with pytest.raises(duckdb.Error) as sql_error:
+        con.execute(f"SELECT * FROM mondrian(?, ?, 2{named})", [source, qis, *arguments.values()]).fetchall()
+    with pytest.raises((ValueError, duckdb.Error)) as driver_error:
+        mondrian.mondrian(con, source, qis, 2, into="out", **arguments)
+    message = str(driver_error.value).split("Error: ", 1)[-1]
+    assert message.startswith("mondrian(): argument '") and message in str(sql_error.value)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'out'").fetchall() == [(0,)]
+
+
 def test_hostile_names_are_read_as_names(con):
     name = "we ird'; DROP TABLE t; --"
     con.execute("CREATE TABLE t AS SELECT 1 AS keep")

@@ -157,3 +157,15 @@ def test_classes_of_qis_named_like_a_lambda_parameter(lambda_named):
     sizes = con.execute(f"SELECT min(c), sum(c), sum(d) FROM (SELECT count(*) AS c, count(DISTINCT row_id) AS d "
                         f"FROM mondrian_classes('lambda_named', {usable!r}, 5) GROUP BY class_id)").fetchall()[0]
     assert sizes[0] >= 5 and sizes[1] == 60 and sizes[2] == 60
+
+
+@pytest.mark.parametrize("column", ["__anon_x", "__ANON_Y"])
+@pytest.mark.parametrize("fn", ["mondrian", "mondrian_classes"])
+def test_a_table_with_a_column_of_a_reserved_name_is_refused_naming_table_name(con, fn, column):
+    """mondrian()'s macros number and carry rows under __anon_ names: such a source column would be
+    published as NULL (or read in place of theirs), so the table is refused, whatever the name's case."""
+    con.execute(f'CREATE TABLE r AS SELECT range AS id, range % 9 AS a, range AS "{column}" FROM range(30)')
+    assert_error_names(con, f"SELECT * FROM {fn}('r', ['a'], 3)",
+                       [f"{fn}(): argument 'table_name' 'r' has a column of a reserved __anon_ name ({column})"])
+    con.execute('CREATE VIEW v AS SELECT * RENAME ("' + column + '" AS kept) FROM r')  # the way out it names
+    assert con.execute(f"SELECT count(*) FROM {fn}('v', ['a'], 3)").fetchall() == [(30,)]

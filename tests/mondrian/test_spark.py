@@ -1,6 +1,7 @@
 """The Spark engine gives the release mondrian() gives on DuckDB (same rows, same labels), whatever the
 DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing."""
 import contextlib
+import duckdb
 import re
 import shutil
 
@@ -205,6 +206,22 @@ def test_bad_arguments_name_the_argument(spark):
         with pytest.raises(ValueError) as err:
             dspark.mondrian(spark, frame, **kwargs)
         assert "spark.mondrian()" in str(err.value) and word in str(err.value)
+    # the source's columns, by mondrian()'s own rule (anon_mondrian_columns) and with its messages
+    odd = spark.createDataFrame([(1, "a", b"z", 3)], "x int, c string, b binary, __Anon_s int")
+    con = duckdb_anon.connect()
+    con.execute('CREATE TABLE "DataFrame" AS SELECT 1 AS x, \'a\' AS c, \'z\'::BLOB AS b, 3 AS "__Anon_s"')
+    con.execute('CREATE TABLE plain AS SELECT x, c, b FROM "DataFrame"')
+    for source, qis, kwargs in [(odd, ["x"], {}), (frame, ["x", "nope"], {}), (frame, ["x"], {"sensitive": "nope", "l": 2}),
+                                (odd.drop("__Anon_s"), ["x", "b"], {})]:
+        table = "DataFrame" if len(source.columns) == 4 else "plain"
+        named = "".join(f", {name} := ?" for name in kwargs)
+        with pytest.raises(duckdb.Error) as expected:
+            con.execute(f"SELECT * FROM mondrian(?, ?, 1{named})", [table, qis, *kwargs.values()]).fetchall()
+        with pytest.raises(ValueError) as err:
+            dspark.mondrian(spark, source, qis, 1, **kwargs)
+        message = str(expected.value).split("Error: ", 1)[-1].replace("mondrian()", "spark.mondrian()")
+        assert str(err.value) == message.replace("'table_name'", "'table'").replace("'plain'", "'DataFrame'")
+    con.close()
     assert [t.name for t in spark.catalog.listTables() if t.name.startswith("__anon_")] == []
 
 

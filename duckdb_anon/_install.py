@@ -18,9 +18,11 @@ DuckDB database file"); connect() tries again for about 1.5 s, and then says the
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import duckdb
@@ -52,9 +54,7 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     from duckdb_anon import __version__, dp
     from duckdb_anon.mondrian.checked_macros import checked_macros
     from duckdb_anon.mondrian.macros import partition_macros
-    from duckdb_anon.privacy_units import apply_privacy_units
     from duckdb_anon._catalog_upgrade import restore_old_catalogs, set_aside_old_catalogs
-    from duckdb_anon.roles import apply_policies
 
     upgraded = set_aside_old_catalogs(con)  # catalog tables whose old CHECK refuses what this version writes
     for text in sql_rules.file_texts():
@@ -68,21 +68,51 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
     for statement in partition_macros() + checked_macros():  # mondrian()'s recursions, generated from mondrian/
         con.execute(statement)
-    apply_privacy_units(con)  # privacy_unit_rows() from the declarations the file holds
-    apply_policies(con)  # anonymized() from the declarations the file holds (none yet: it only explains)
+    _apply_declarations(con)
+    con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_install_stamp() AS '{install_stamp()}'")
 
 
-def _write_in_transaction(con: duckdb.DuckDBPyConnection) -> None:
-    """_write_macros in a transaction of its own, retried when a concurrent writer wins a conflict; inside a
-    transaction the caller opened, it becomes part of that one (which a conflict aborts: no retry)."""
+def _apply_declarations(con: duckdb.DuckDBPyConnection) -> None:
+    """The macros compiled from the declarations the database holds (a plain client may have changed them)."""
+    from duckdb_anon.privacy_units import apply_privacy_units
+    from duckdb_anon.roles import apply_policies
+
+    apply_privacy_units(con)  # privacy_unit_rows()
+    apply_policies(con)  # anonymized() (with no declarations it only explains)
+
+
+@lru_cache(maxsize=1)
+def install_stamp() -> str:
+    """A digest of what an install writes: the package's version and the text of every SQL file and Python
+    module of the package (the generated macros come from the modules). A database whose stamp
+    (``duckdb_anon_install_stamp()``) equals it holds this exact install."""
+    from duckdb_anon import __version__
+
+    digest = hashlib.sha256(__version__.encode())
+    package = Path(__file__).resolve().parent
+    for path in [*sorted(package.rglob("*.py")), *sql_rules.sql_files()]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def installed_stamp(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The install stamp of the connection's database, or None (no install, or one older than stamps)."""
+    found = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckdb_anon_install_stamp' "
+                        "AND database_name = current_database()").fetchall()[0][0]
+    return con.execute("SELECT duckdb_anon_install_stamp()").fetchall()[0][0] if found else None
+
+
+def _write_in_transaction(con: duckdb.DuckDBPyConnection, write=_write_macros) -> None:
+    """`write` (every macro) in a transaction of its own, retried when a concurrent writer wins a conflict;
+    inside a transaction the caller opened, it becomes part of that one (which a conflict aborts: no retry)."""
     for attempt in range(ATTEMPTS):
         try:
             con.execute("BEGIN TRANSACTION")
         except duckdb.TransactionException:  # the caller's transaction is open
-            _write_macros(con)
+            write(con)
             return
         try:
-            _write_macros(con)
+            write(con)
             con.execute("COMMIT")
             return
         except BaseException as err:
@@ -96,9 +126,11 @@ def _write_in_transaction(con: duckdb.DuckDBPyConnection) -> None:
         time.sleep(0.05 * 2 ** attempt)
 
 
-def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def install(con: duckdb.DuckDBPyConnection, *, reuse: bool = False) -> duckdb.DuckDBPyConnection:
     """Create or replace every duckdb-anon macro in the connection's current database; returns `con`.
 
+    `reuse`: when the database already holds this exact install (its stamp, :func:`install_stamp`), write
+    only what the declarations compile to, not every macro again (what connect() and the dbt plugin do).
     Safe to call from several threads at once. On a read-only database it only registers the Python
     kernel, and raises if the file does not hold this version's macros."""
     from duckdb_anon import __version__
@@ -108,7 +140,8 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     with _lock_for(path):
         udfs.register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
         if not readonly:
-            _write_in_transaction(con)
+            current = reuse and installed_stamp(con) == install_stamp()
+            _write_in_transaction(con, _apply_declarations if current else _write_macros)
         elif (found := installed_version(con)) != __version__:
             raise duckdb.InvalidInputException(
                 f"install(): argument 'con' is a read-only connection to a database holding "
@@ -135,9 +168,80 @@ def _just_created(database: str) -> bool:
         return False
 
 
+def _in_memory(con: duckdb.DuckDBPyConnection) -> bool:
+    """Is the connection's database a new in-memory one (nothing in it yet)?"""
+    return con.execute("SELECT path IS NULL AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                       "current_database()) = 0 FROM duckdb_databases() WHERE database_name = current_database()"
+                       ).fetchall()[0][0]
+
+
+def _template_folder() -> Path:
+    """Where the install template lives: $DUCKDB_ANON_CACHE, else duckdb-anon under the user's cache folder."""
+    given = os.environ.get("DUCKDB_ANON_CACHE")
+    return Path(given) if given else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "duckdb-anon"
+
+
+@lru_cache(maxsize=1)
+def _template() -> Path | None:
+    """A database file holding this exact install (named by its stamp), made once per stamp and user; None
+    when the cache folder cannot be written. Made under another name and renamed, so a reader never finds
+    half a file; templates of other stamps are removed then."""
+    folder = _template_folder()
+    path = folder / f"installed-{install_stamp()}.duckdb"
+    if path.exists():
+        return path
+    partial = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.partial"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        con = duckdb.connect(str(partial))
+        try:
+            install(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(partial, path)
+    except (OSError, duckdb.Error):
+        for leftover in (partial, partial.with_name(partial.name + ".wal")):
+            _remove(leftover)
+        return None
+    for old in folder.glob("installed-*.duckdb"):
+        if old != path:
+            _remove(old)
+    return path
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # not ours to remove, or no folder there
+        pass
+
+
+def _copy_template(con: duckdb.DuckDBPyConnection) -> bool:
+    """Fill a new in-memory database from the install template (about a tenth of an install's cost);
+    False when there is no template to copy (the caller installs)."""
+    path = _template()
+    if path is None:
+        return False
+    udfs.register_functions(con)  # before the macros that call them
+    database = con.execute("SELECT current_database()").fetchall()[0][0]
+    try:
+        con.execute("ATTACH ? AS __anon_template (READ_ONLY)", [str(path)])
+    except duckdb.Error:  # removed meanwhile (a newer version's template replaced it)
+        return False
+    try:
+        con.execute(f'COPY FROM DATABASE __anon_template TO "{database.replace(chr(34), chr(34) * 2)}"')
+    finally:
+        con.execute("DETACH __anon_template")
+    return True
+
+
 def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection (``duckdb.connect(database, config=config)``) with duckdb-anon installed.
 
+    A new in-memory database is filled from a template of this exact install, kept in the user's cache
+    folder (``$DUCKDB_ANON_CACHE``, else ``~/.cache/duckdb-anon``) and made on first use; a file that holds
+    this exact install already (see :func:`install`'s `reuse`) only has its declarations compiled again.
     ``access_mode='READ_ONLY'`` opens a file that already holds the macros without writing to it; many
     processes can do so at once, while only one process at a time can open a file read-write."""
     for attempt in range(ATTEMPTS):
@@ -161,7 +265,8 @@ def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
                     f"process; retry ({str(err).splitlines()[0]})") from None
             time.sleep(0.05 * 2 ** attempt)
     try:
-        install(con)
+        if not (_in_memory(con) and _copy_template(con)):
+            install(con, reuse=True)
         from duckdb_anon.publishing import load_catalog_key
         load_catalog_key(con)  # the catalog key beside the file, if there is one, for the SQL that reads the people
         return con

@@ -61,7 +61,7 @@ class Plugin(BasePlugin):
         statements on it already (``CREATE SECRET`` for the profile's secrets returns a row); install() runs
         such a pending result to its end first, since DuckDB refuses ``create_function`` while one is open."""
         before = duckdb_anon.installed_version(conn)
-        duckdb_anon.install(conn)
+        duckdb_anon.install(conn, reuse=True)
         if before is None:
             logger.debug(f"installed duckdb-anon version {duckdb_anon.__version__}")
         elif before != duckdb_anon.__version__:

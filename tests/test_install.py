@@ -1,4 +1,6 @@
 """Installation: idempotent, persisted in the database file, usable from a plain DuckDB connection."""
+import re
+
 import duckdb
 
 import duckdb_anon
@@ -80,6 +82,7 @@ PLAIN_CLIENT_CALLS = {
     "anon_compile_policies": "SELECT anon_compile_policies()",
     "privacy_unit_rows": "SELECT * FROM privacy_unit_rows('p')",
     "duckdb_anon_version": "SELECT duckdb_anon_version()",
+    "duckdb_anon_install_stamp": "SELECT duckdb_anon_install_stamp()",
     "hierarchy_from_parents": "SELECT * FROM hierarchy_from_parents('edges')",
     "km_check": "SELECT * FROM km_check('ratings', 'record_id', ['item'], 2, 2)",
     "km_measures": "SELECT * FROM km_measures('ratings', 'ratings', ['item'])",
@@ -324,4 +327,88 @@ def test_install_upgrades_an_older_catalog_keeping_every_row(tmp_path):
     con.execute("CREATE TABLE people AS SELECT range AS id, 'Ann' AS name FROM range(3)")
     duckdb_anon.declare_role(con, "people", "name", "masked", mask="name")
     assert con.execute("SELECT name, method FROM anon_releases ORDER BY name").fetchall() == [("fr_km", "km"), ("old_m", "mondrian")]
+    con.close()
+
+
+CATALOG = """SELECT 'function' AS kind, function_name AS name, coalesce(macro_definition, '') AS text, parameters::VARCHAR AS extra
+             FROM duckdb_functions() WHERE database_name = current_database() AND function_type IN ('macro', 'table_macro')
+             UNION ALL SELECT 'table', table_name, sql, '' FROM duckdb_tables() WHERE database_name = current_database()
+             UNION ALL SELECT 'view', view_name, sql, '' FROM duckdb_views() WHERE database_name = current_database() AND NOT internal
+             UNION ALL SELECT 'row', 'anon_catalog_people_digested', count(*)::VARCHAR, '' FROM anon_catalog_people_digested
+             ORDER BY ALL"""
+
+
+def catalog(con) -> list[tuple]:
+    """CATALOG's rows, each EXCLUDE list's names sorted (DuckDB writes them back in no fixed order)."""
+    def sort_excluded(text):
+        return re.sub(r"EXCLUDE \(([^()]*)\)", lambda m: "EXCLUDE (" + ", ".join(sorted(m.group(1).split(", "))) + ")", text)
+    return [(kind, name, sort_excluded(text), extra) for kind, name, text, extra in con.execute(CATALOG).fetchall()]
+
+
+def test_a_new_in_memory_database_from_the_template_holds_what_an_install_writes(tmp_path, monkeypatch):
+    """connect() fills an in-memory database from the install template (made on first use under
+    $DUCKDB_ANON_CACHE): the same macros, tables and views, text for text, as install() on an empty one;
+    a template of another stamp is removed when this one is made."""
+    from duckdb_anon import _install
+
+    monkeypatch.setenv("DUCKDB_ANON_CACHE", str(tmp_path / "cache"))
+    _install._template.cache_clear()
+    try:
+        (tmp_path / "cache").mkdir()
+        (tmp_path / "cache" / "installed-0123.duckdb").write_bytes(b"an older version's template")
+        copied = duckdb_anon.connect()
+        assert [p.name for p in (tmp_path / "cache").iterdir()] == [f"installed-{_install.install_stamp()}.duckdb"]
+        installed = duckdb_anon.install(duckdb.connect())
+        assert catalog(copied) == catalog(installed)
+        assert len(catalog(copied)) > 250
+        copied.execute("CREATE TABLE t AS SELECT range AS id, range % 9 AS a FROM range(40)")
+        assert copied.execute("SELECT count(*) FROM mondrian('t', ['a'], 5)").fetchall() == [(40,)]
+        assert duckdb_anon.connect().execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 't'").fetchall() == [(0,)]
+    finally:
+        _install._template.cache_clear()
+
+
+def test_without_a_writable_cache_connect_installs(tmp_path, monkeypatch):
+    from duckdb_anon import _install
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("DUCKDB_ANON_CACHE", str(blocked / "cache"))
+    _install._template.cache_clear()
+    try:
+        con = duckdb_anon.connect()
+        assert duckdb_anon.installed_version(con) == duckdb_anon.__version__
+        assert catalog(con) == catalog(duckdb_anon.install(duckdb.connect()))
+    finally:
+        _install._template.cache_clear()
+
+
+def test_connect_over_this_exact_install_writes_only_the_declarations(tmp_path):
+    """A file holding this install's stamp: connect() compiles the declarations again (a plain client may
+    have changed them) and writes no other macro; install() writes every one; a file of another stamp
+    (another version or another text of the package) is installed over by connect()."""
+    from duckdb_anon import _install
+
+    path = str(tmp_path / "db.duckdb")
+    con = duckdb_anon.connect(path)
+    con.execute("CREATE TABLE p AS SELECT range AS id, range % 40 AS age FROM range(100)")
+    con.close()
+    plain = duckdb.connect(path)
+    plain.execute("CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS false")  # a marker connect() must not overwrite
+    plain.execute("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('p', 'id', 'identifier'), "
+                  "('p', 'age', 'quasi_identifier')")
+    plain.execute("INSERT INTO anon_policies (table_name, k) VALUES ('p', 10)")
+    plain.close()
+    con = duckdb_anon.connect(path)
+    assert _install.installed_stamp(con) == _install.install_stamp()
+    assert con.execute("SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'anon_is_qi'").fetchall() == [("false",)]
+    assert con.execute("SELECT count(*) FROM anon_policy_problems() WHERE table_name = 'p'").fetchall() == [(0,)]  # compiled
+    duckdb_anon.install(con)
+    assert con.execute("SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'anon_is_qi'").fetchall() != [("false",)]
+    con.execute("CREATE OR REPLACE MACRO anon_is_qi(qis, c) AS false")
+    con.execute("CREATE OR REPLACE MACRO duckdb_anon_install_stamp() AS 'another'")
+    con.close()
+    con = duckdb_anon.connect(path)
+    assert con.execute("SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'anon_is_qi'").fetchall() != [("false",)]
+    assert _install.installed_stamp(con) == _install.install_stamp()
     con.close()

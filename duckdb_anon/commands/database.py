@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from duckdb_anon import connect, installed_version
+from duckdb_anon import connect, install, installed_version
 from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import BadArgument, first_line, open_error
 from duckdb_anon.commands.progress import Progress
@@ -54,6 +54,7 @@ def install_into(args: argparse.Namespace) -> int:
     con = open_database("DATABASE", args.database, create=args.create,
                         hint=" (add --create to make a new database file)")
     try:
+        install(con)  # every macro written again, even over this exact install
         tables = con.execute("SELECT count(DISTINCT table_name) FROM anon_policies").fetchall()[0][0]
         print(f"duckdb-anon {installed_version(con)} installed in {args.database}; policies applied for {tables} table(s)")
         return 0

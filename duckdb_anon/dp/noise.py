@@ -24,19 +24,26 @@ from statistics import NormalDist
 
 import duckdb
 import numpy as np
-import opendp.prelude as dp
 
 from duckdb_anon.engines.base import Udf
 from duckdb_anon.engines.duckdb_engine import register_udfs
 
-dp.enable_features("contrib")
-
 KINDS = ("laplace", "gaussian")
+
+
+@lru_cache(maxsize=1)
+def _opendp():
+    """OpenDP's prelude, imported when noise is first needed rather than by every connection."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
 
 
 @lru_cache(maxsize=256)
 def _measurement(kind: str, scale: float):
     """OpenDP's vector measurement adding `kind` noise of `scale` to each value."""
+    dp = _opendp()
     if kind == "laplace":
         return dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale=scale)
     if kind == "gaussian":
@@ -60,6 +67,7 @@ def add_noise(values: np.ndarray, scales: np.ndarray, kinds: list) -> np.ndarray
 
 def _zcdp_epsilon(sigma: float, delta: float, l2: float) -> float:
     """The epsilon OpenDP proves at `delta` for Gaussian noise `sigma` on L2 sensitivity `l2`."""
+    dp = _opendp()
     space = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
     profile = dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(*space, scale=sigma))
     return dp.c.make_fix_delta(profile, delta).map(l2)[0]
@@ -83,6 +91,7 @@ def gaussian_sigma(epsilon: float, delta: float, l2: float) -> float:
 def _noisy_max(scale: float):
     """OpenDP's report-noisy-max (the exponential mechanism) over scores that one person moves by at most 1
     each, in any direction: epsilon = 2 / scale."""
+    dp = _opendp()
     return dp.m.make_noisy_max(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float),
                                dp.max_divergence(), scale=scale)
 

@@ -12,6 +12,15 @@ from duckdb_anon.datasets import ADULT_QIS
 
 SHARED = Path(os.environ.get("SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
+#: How many examples a property test runs, as a share of the count it states: 0.5 by default, which keeps
+#: the suite's time in bounds; DUCKDB_ANON_TEST_EXAMPLES=1 (or more) for a thorough run (docs/performance.md).
+EXAMPLES = float(os.environ.get("DUCKDB_ANON_TEST_EXAMPLES", "0.5"))
+
+
+def examples(stated: int) -> int:
+    """The number of examples a property test stating `stated` runs (at least 2)."""
+    return max(2, round(stated * EXAMPLES))
+
 
 @pytest.fixture(scope="session")
 def installed_template(tmp_path_factory):

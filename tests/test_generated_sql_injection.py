@@ -15,6 +15,7 @@ from duckdb_anon import mondrian
 from duckdb_anon.cli import main
 from duckdb_anon.releases import publish_mondrian, publish_release
 from duckdb_anon.roles import create_anonymized_view
+from tests.conftest import examples
 
 PAYLOAD = "DROP TABLE victim; --"
 HOSTILE_TABLES = [
@@ -155,7 +156,7 @@ def test_level_driver_and_frozen_releases_on_hostile_names(hostile):
     assert victim_intact(con)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.text(alphabet=["\n", "\r", "'", '"', ";", "-", "/", "*", " ", "D", "\u2028", "\x85"], min_size=1, max_size=12))
 def test_any_name_stays_in_its_literal_and_comment(module_con, tail):
     """suggest_roles_sql's text for a table named with any mix of quotes, comment marks and line breaks is

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 import duckdb_anon
 from duckdb_anon import roles
 from tests.test_roles import KEY, OTHER_KEY
+from tests.conftest import examples
 
 FIRST = ["Ann", "Bob", "Cleo", "Dev", "Eve", "Finn", "Gus"]  # small pools of our own: no Faker needed
 LAST = ["Moss", "Nash", "Oak", "Page", "Quinn"]
@@ -73,7 +74,7 @@ def partial(value: str, prefix: int, padding: str, suffix: int) -> str:
     return value[:prefix] + padding + (value[len(value) - suffix:] if suffix else "")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(values=st.lists(st.text(alphabet="abcXYZ0189 -'", max_size=12), min_size=1, max_size=8),
        prefix=st.integers(0, 4), suffix=st.integers(0, 4), padding=st.sampled_from(["XXXX", "*", ""]))
 def test_partial_keeps_only_the_prefix_and_suffix(mcon, values, prefix, padding, suffix):
@@ -82,7 +83,7 @@ def test_partial_keeps_only_the_prefix_and_suffix(mcon, values, prefix, padding,
     assert got == [partial(v, prefix, padding, suffix) for v in values]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3000)), min_size=2, max_size=25),
        days=st.integers(0, 40))
 def test_date_shift_keeps_every_interval_within_a_person(mcon, rows, days):
@@ -98,7 +99,7 @@ def test_date_shift_keeps_every_interval_within_a_person(mcon, rows, days):
     assert len(shifted) == len(rows)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(values=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=30), ratio=st.sampled_from([0.0, 0.05, 0.5]))
 def test_noise_stays_within_the_ratio_and_is_keyed(mcon, values, ratio):
     rows = mcon.execute("""SELECT v, anon_noise(v, ?, 'k1', person := i), anon_noise(v, ?, 'k1', person := i),
@@ -111,7 +112,7 @@ def test_noise_stays_within_the_ratio_and_is_keyed(mcon, values, ratio):
         assert any(a != c for v, a, _, c in rows if v != 0)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.integers(0, 20)), min_size=1, max_size=30))
 def test_shuffle_is_a_keyed_permutation_of_the_column(mcon, values):
     sql = """SELECT i, v, anon_shuffle(v, ?, i) AS s FROM (SELECT unnest(range(len(?))) AS i, unnest(?::INTEGER[]) AS v)
@@ -124,7 +125,7 @@ def test_shuffle_is_a_keyed_permutation_of_the_column(mcon, values):
         assert all(r[1] != r[2] for r in first)  # every value moved to another row
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(value=st.integers(-10**5, 10**5), width=st.integers(1, 500))
 def test_range_holds_the_value(mcon, value, width):
     text = mcon.execute("SELECT anon_range(?, ?)", [value, width]).fetchall()[0][0]

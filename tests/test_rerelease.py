@@ -12,6 +12,7 @@ from duckdb_anon.roles import DeclarationError
 from tests.independent import catalog_digest, row_keys
 from tests.test_lineage import QIS, clinic, differencing, insert
 from tests.test_roles import KEY, expected_pseudonym
+from tests.conftest import examples
 
 
 def check_release(con, source, release, lineage, qis, id_column, k, l=None, sensitive=None, pseudonym=None):
@@ -123,7 +124,7 @@ def test_a_km_release_is_not_followed_by_a_rerelease(con):
 step = st.tuples(st.integers(0, 12), st.integers(0, 25), st.integers(0, 6))  # deleted, inserted, moved
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), steps=st.lists(step, min_size=1, max_size=3))
 @example(seed=3465, steps=[(0, 15, 0), (0, 12, 0), (5, 0, 0)])  # deletions left 3 of a batch of 4 newcomers
 def test_random_inserts_deletes_and_moves_never_break_k_between_any_two_releases(con, seed, steps):

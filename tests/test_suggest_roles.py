@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import duckdb_anon
+from tests.conftest import examples
 
 
 def as_text(series):
@@ -87,7 +88,7 @@ def test_hostile_table_and_column_names_stay_literals(con):
     assert con.execute("SELECT column_name FROM anon_column_roles ORDER BY 1").fetchall() == [("it's",), ('z"ip',)]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from(["a", "b", None]), st.just(7)),
                 min_size=1, max_size=30))
 def test_evidence_on_small_tables_with_ties_nulls_and_constants(module_con, rows):
@@ -139,7 +140,7 @@ def tiny_tables(draw):
     return pd.DataFrame(columns, dtype=object)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(frame=tiny_tables())
 def test_small_tables_never_make_a_named_column_insensitive(module_con, frame):
     """An empty or one-row table, or a constant column, says nothing against a column's name: before, every

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.walk import _violated_segments, walk
+from tests.conftest import examples
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def test_radius_boxes_stay_in_the_observed_range_unless_limits_are_declared(con)
     assert 10 <= free[0] < 18 and 57 < free[1] <= 70  # a declared domain: the extremes move beyond the observed
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_default_bounds_never_leave_the_observed_range(module_con, data):
     """Counts with many zeros and a long tail (children, visits): the walk releases nothing below the

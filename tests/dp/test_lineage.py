@@ -13,7 +13,7 @@ import duckdb_anon
 from duckdb_anon import relations
 from duckdb_anon.cli import main
 from duckdb_anon.roles import DeclarationError
-from tests.conftest import installed_copy
+from tests.conftest import examples, installed_copy
 
 DP = "epsilon := 1, delta := 0, max_groups_contributed := 1, public_groups := 'items'"
 
@@ -80,7 +80,7 @@ def test_epsilon_above_ten_needs_allow_large_epsilon(people):
     assert "argument 'epsilon'" in _error(people, call.replace("11", "'inf'::DOUBLE") + ", allow_large_epsilon := true)")
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(st.lists(st.sampled_from(["rename", "filter", "cte", "subquery", "union", "compute"]), min_size=1, max_size=3))
 def test_random_view_shapes_inherit_exactly_when_the_person_column_is_copied(people, steps):
     """A chain of views over ratings: the person column is found when every step copies it, refused otherwise."""

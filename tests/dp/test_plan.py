@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.dp import plan
+from tests.conftest import examples
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def bounded(con, table, m, r, lo, hi, key="fixed key"):
                        f"privacy_unit_column := 'person', key := '{key}')").df().set_index("grp")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(frame=person_rows(), m=st.integers(1, 3), r=st.integers(1, 3), lo=st.integers(-2, 2), width=st.integers(0, 5))
 def test_removing_one_person_moves_at_most_max_groups_groups_by_the_sensitivity(dp_con, frame, m, r, lo, width):
     hi = lo + width

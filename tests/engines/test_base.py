@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from duckdb_anon.engines.base import RUN, Names, literal, render
+from tests.conftest import examples
 
 HOSTILE = ['x"; DROP TABLE victim; --', "it's", "two words", "select", "ünï\u2028code", 'a""b', "x]"]
 
@@ -112,7 +113,7 @@ def same(got, value) -> bool:
     return got == value and type(got) is type(value) if value is not None else got is None
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(value=st.one_of(SCALARS, LISTS))
 @example(value=float("nan"))
 @example(value=float("-inf"))

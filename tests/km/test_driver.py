@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
 from duckdb_anon.km.driver import first_threshold, ladder, run
+from tests.conftest import examples
 
 FN = "km_anonymize"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(heights=st.lists(st.integers(0, 4), min_size=1, max_size=4))
 def test_the_ladder_climbs_one_column_one_level_at_a_time_last_column_first(heights):
     rungs = ladder(heights)

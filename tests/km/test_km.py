@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.km import km_anonymize
+from tests.conftest import examples
 
 GENRES = {0: "g0", 1: "g0", 2: "g0", 3: "g1", 4: "g1", 5: "g1", 6: "g2"}  # g2 holds one item
 
@@ -66,7 +67,7 @@ rows_strategy = st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.in
                                    st.one_of(st.none(), st.sampled_from(["a", "b"]))), min_size=1, max_size=40)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=rows_strategy, k=st.integers(2, 3), m=st.integers(1, 3), heavy=st.booleans(), constant=st.booleans())
 def test_every_itemset_of_up_to_m_released_items_is_held_by_k_people(kcon, rows, k, m, heavy, constant):
     """Random small transaction tables: ties and repeated rows, NULL items, one heavy person holding every
@@ -153,7 +154,7 @@ def released_popularity(source_items: list, released_labels: list) -> tuple[list
     return before, after
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(st.integers(0, 9), st.one_of(st.none(), st.integers(0, 6))), min_size=2, max_size=40),
        k=st.integers(2, 4), m=st.integers(1, 2))
 def test_popularity_spearman_ranks_source_rows_against_the_labels_covering_them(kcon, rows, k, m):

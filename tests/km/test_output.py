@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import duckdb_anon
 from duckdb_anon.km import km_anonymize
+from tests.conftest import examples
 
 KEY = duckdb_anon.new_pseudonym_key()
 
@@ -104,7 +105,7 @@ def test_drop_and_the_sql_entry_and_publish_km(ocon):
                                        for p, i in ocon.execute("SELECT record_id, item FROM o_raw").fetchall())
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 4)), min_size=1, max_size=30), k=st.integers(2, 3))
 def test_random_tables_one_pseudonym_per_person_and_km(ocon, rows, k):
     ocon.execute("CREATE OR REPLACE TABLE h AS SELECT * FROM (VALUES " + ", ".join(f"({p}, {i})" for p, i in rows)

@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import multiset_differences as differences
+from tests.conftest import examples, multiset_differences as differences
 from duckdb_anon import mondrian
 from duckdb_anon.mondrian.checked_macros import SHAPES
 
-SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 PATHS = {"a": ["a", "ab", "*"], "b": ["b", "ab", "*"], "c": ["c", "*"], "d": ["d", "de", "*"], "e": ["e", "de", "*"]}
 
 

@@ -4,12 +4,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import multiset_differences as differences
+from tests.conftest import examples, multiset_differences as differences
 from tests.conftest import qi_sql, tied_frames
 from duckdb_anon import mondrian
 from duckdb_anon.datasets import ADULT_QIS
 
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.parametrize("mode,rule,shape,medians", [

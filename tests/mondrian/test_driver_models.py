@@ -9,12 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import multiset_differences as differences
+from tests.conftest import examples, multiset_differences as differences
 from tests.conftest import tied_frames
 from duckdb_anon import mondrian
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_QIS
 
-SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def both(con, table, qis, k, into, **models):

@@ -7,13 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import ADULT_QI_SQL, SHARED
+from tests.conftest import examples, ADULT_QI_SQL, SHARED
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_NUMERIC, ADULT_QIS, hierarchy_path
 from tests.independent import class_sizes, row_keys
 from tests.reference_mondrian import hierarchy_width, mondrian_reference
 
 # 25 examples each: every one plans Mondrian's large query (about 0.4 s of CPU per call)
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 HIERARCHIES_SQL = "{" + ", ".join(f"'{q}': 'h_{q}'" for q in ADULT_HIERARCHY_QIS) + "}"
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import multiset_differences, tied_frames
+from tests.conftest import examples, multiset_differences, tied_frames
 from duckdb_anon import mondrian
 from duckdb_anon.releases import publish_mondrian
 from duckdb_anon.roles import DeclarationError
@@ -30,7 +30,7 @@ def cases(draw):
     return df, qis, keep, draw(st.integers(1, len(df))), draw(st.sampled_from(["text", "typed"]))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cases())
 def test_keep_publishes_exactly_the_qis_and_keep(con, case):
     df, qis, keep, k, shape = case

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import multiset_differences
+from tests.conftest import examples, multiset_differences
 from duckdb_anon import mondrian
 
 # 10 examples: each runs mondrian() and the level driver (about 1.8 s together)
-SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TRICKY = ["a", "b", "a,b", "b,c", "c", "NULL", "*", "{a}", "x\\", "\\,", "}", ""]
 
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import qi_sql
+from tests.conftest import examples, qi_sql
 from tests.independent import class_sizes, row_keys
 from tests.reference_mondrian import diversity, emd, mondrian_reference
 
 # 25 examples each: every one plans Mondrian's large query (about 0.4 s of CPU per call)
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 QIS = ["age", "workclass", "education_num", "marital_status", "race", "sex", "native_country"]
 
 
@@ -137,7 +137,7 @@ def _pandas_models(df, c):
     return out
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 5))),
                      min_size=1, max_size=40),
        c=st.sampled_from([1, 2, 3]))

@@ -5,9 +5,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reference_mondrian import mondrian_reference
+from tests.conftest import examples
 
 # 25 examples each: every one plans Mondrian's large query (about 0.4 s of CPU per call)
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @st.composite

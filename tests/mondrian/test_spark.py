@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import multiset_differences, qi_sql, tied_frames
+from tests.conftest import examples, multiset_differences, qi_sql, tied_frames
 from duckdb_anon.datasets import ADULT_QIS
 
 if shutil.which("java") is None:
@@ -145,7 +145,7 @@ def tables(draw):
     return df, k, mode, shape, rule, on_driver
 
 
-@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(5), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables())
 def test_random_tables_give_mondrians_release_whatever_the_partitioning(spark, plans, case):
     df, k, mode, shape, rule, on_driver = case

@@ -8,13 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import ADULT_QI_SQL
+from tests.conftest import examples, ADULT_QI_SQL
 from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_QIS
 from tests.independent import class_sizes, row_keys
 from tests.reference_mondrian import diversity, mondrian_reference
 
 # 25 examples each: every one plans Mondrian's large query (about 0.4 s of CPU per call)
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 HIERARCHY = {"a": ["a", "g1", "*"], "b": ["b", "g1", "*"], "c": ["c", "g2", "*"], "d": ["d", "*"], "e": ["e", "g2", "*"]}
 
 

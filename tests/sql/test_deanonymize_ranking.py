@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.independent import scoreboard_shares as independent_shares
+from tests.conftest import examples
 
 EVALUATE = ("SELECT reidentified, top1_share, top5_share, released_records, unique_record_share "
             "FROM deanonymize_evaluate(?, ?, ?)")
@@ -35,7 +36,7 @@ def test_ties_and_unreached_targets_count_as_a_uniform_draw(con):
     assert records == 6 and unique == pytest.approx(3 / 6)  # 4, 5 and 6 release rows no one else has
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(users=st.integers(30, 80), known=st.integers(1, 6), k=st.sampled_from([0, 2, 5]), seed=st.integers(0, 1000))
 def test_shares_match_an_independent_scorer(module_con, users, known, k, seed):
     """Raw ratings (k = 0) and typed Mondrian releases of them: every target is in the release."""

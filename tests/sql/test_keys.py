@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 import duckdb_anon
 from duckdb_anon import roles
 from tests.test_roles import declare_patients, make_patients
+from tests.conftest import examples
 
 
 def with_checksum(random_part):
@@ -78,7 +79,7 @@ def test_a_new_256_bit_key_works_and_matches_an_independent_hmac_style_computati
     assert released == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(random_part=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
        | st.lists(st.sampled_from("0123456789abcdef"[:12]), min_size=4, max_size=8).map(lambda block: ("".join(block) * 16)[:64]),
        checksum_ok=st.booleans())

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
-from tests.conftest import assert_error_names
+from tests.conftest import examples, assert_error_names
 
 QIS = ["age", "education_num", "sex", "race"]
 NUMERIC = {"age", "education_num"}
@@ -189,7 +189,7 @@ def _load(con, name, frame):
         con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?, ?)", rows)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # each runs Mondrian
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])  # each runs Mondrian
 @given(small_cases())
 def test_matches_pandas_on_random_small_tables(scratch, case):
     table, aux, k, mode = case

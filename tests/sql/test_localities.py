@@ -5,6 +5,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 
 def _load(con, values, name="d"):
@@ -23,7 +24,7 @@ def test_worked_example_of_the_issue(con):
         == [(">=", 5)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(0, 12), min_size=3, max_size=9))
 def test_every_strict_triple_is_implied_by_the_extracted_ones(con, values):
     _load(con, values)

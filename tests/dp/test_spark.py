@@ -27,7 +27,8 @@ def spark():
 
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the noise UDF runs in workers that must import duckdb_anon
     session = (SparkSession.builder.master("local[2]").appName("duckdb-anon-dp-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -26,7 +26,8 @@ def spark():
 
     session = (SparkSession.builder.master("local[2]").appName("duckdb-anon-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.adaptive.enabled", "false").getOrCreate())
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

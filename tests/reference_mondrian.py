@@ -132,7 +132,6 @@ def _sortable(row, hierarchies):
 def _model_check(sensitive, model):
     """A function telling whether a group of rows satisfies l-diversity / t-closeness as asked."""
     table = Counter(sensitive)
-    total = len(sensitive)
     order = sorted(table, key=lambda v: (v is None, v))
     numeric = all(isinstance(v, (int, float)) for v in table if v is not None)
 

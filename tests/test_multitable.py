@@ -3,7 +3,6 @@ per-release pseudonym. Checked with pandas and hashlib, not with the package's o
 import hashlib
 
 import duckdb
-import pandas as pd
 import pytest
 
 import duckdb_anon

@@ -1,7 +1,6 @@
 """Frozen releases (publish_release, publish_mondrian, anon_releases) and the differencing audit of two
 releases of overlapping data, checked with pandas."""
 import duckdb
-import pandas as pd
 import pytest
 
 import duckdb_anon

@@ -223,7 +223,7 @@ def test_hostile_table_name_walks_and_drops_nothing(con):
     con.execute("CREATE TABLE victim AS SELECT 1 AS x")
     name = '"x""; DROP TABLE victim; --"'
     con.execute(f"CREATE TABLE {name} AS SELECT range AS id, (range * 13 % 17)::DOUBLE AS v FROM range(40)")
-    con.execute(f"CREATE TABLE locs AS SELECT * FROM localities(?, 'v', segment_size := 20)", [name])
+    con.execute("CREATE TABLE locs AS SELECT * FROM localities(?, 'v', segment_size := 20)", [name])
     rows = con.execute("SELECT count(*) FROM random_walk(?, 'v', 'locs', iterations := 20, segment_size := 20)", [name]).fetchone()[0]
     assert rows == 40 and con.execute("SELECT count(*) FROM victim").fetchone()[0] == 1
 

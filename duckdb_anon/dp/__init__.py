@@ -82,7 +82,7 @@ _CHOSEN = ("list_concat(aggregates, [CASE WHEN max_groups_contributed IS NULL TH
 @lru_cache(maxsize=1)
 def macros() -> tuple[str, ...]:
     """The CREATE MACRO statements of the DP aggregates. Rendered once per process: the text depends on the
-    plan alone, and sqlglot takes about 0.13 s for it, which every install() would pay again."""
+    plan alone, and rendering it is a noticeable share of an install (docs/performance.md, "Connecting")."""
     aggregate = _macro(
         "dp_aggregate", f"{_COMMON}, aggregates := ['count'], epsilon := NULL, delta := NULL, noise := 'laplace', "
         "public_groups := NULL, confidence := 0.95, allow_large_epsilon := false", plan.released_query(), True,

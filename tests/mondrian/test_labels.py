@@ -15,8 +15,9 @@ TRICKY = ["a", "b", "a,b", "b,c", "c", "NULL", "*", "{a}", "x\\", "\\,", "}", ""
 
 
 def _table(con, values):
-    frame = pd.DataFrame({"id": range(len(values)), "cat": pd.array(values, dtype="string")})
+    con.register("frame", pd.DataFrame({"id": range(len(values)), "cat": pd.array(values, dtype="string")}))
     con.execute("CREATE OR REPLACE TABLE t AS SELECT id, cat::VARCHAR AS cat FROM frame ORDER BY id")
+    con.unregister("frame")
 
 
 def _read_back(con, release):

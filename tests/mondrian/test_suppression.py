@@ -3,13 +3,12 @@ import math
 from collections import Counter
 
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckdb_anon
 from tests.conftest import examples, ADULT_QI_SQL
-from duckdb_anon.datasets import ADULT_HIERARCHY_QIS, ADULT_QIS
+from duckdb_anon.datasets import ADULT_QIS
 from tests.independent import class_sizes, row_keys
 from tests.reference_mondrian import diversity, mondrian_reference
 

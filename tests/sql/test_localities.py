@@ -1,8 +1,6 @@
 """Locality extraction (CIKM 2011, Algorithm 1) and the release check, on real DuckDB."""
 import itertools
 
-import duckdb
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import examples

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from duckdb_anon import connect, levels
+from duckdb_anon import connect
+from duckdb_anon.mondrian import mondrian as level_mondrian
 from duckdb_anon.commands import help_of
 from duckdb_anon.commands.errors import BadArgument, argument_error
 from duckdb_anon.commands.files import (CSV_SUFFIXES, CsvOptions, checked_output, column_list, columns_of, data_file,
@@ -145,11 +146,11 @@ def mondrian(args: argparse.Namespace) -> int:
             try:
                 with written_atomically(target, "-o", force=args.force) as temporary:
                     if args.engine == "levels":  # one query per level: memory bounded by one level's state
-                        levels.mondrian(con, source, qis, args.k, into="anon_levels_release", mode=args.mode,
-                                        output=args.output_shape, categorical_order=args.categorical_order,
-                                        split_rule=args.split_rule, keep=keep, hierarchies=hierarchies,
-                                        sensitive=sensitive, l=args.l, l_kind=args.l_kind, c=args.c, t=args.t,
-                                        max_suppression=args.max_suppression)
+                        level_mondrian(con, source, qis, args.k, into="anon_levels_release", mode=args.mode,
+                                       output=args.output_shape, categorical_order=args.categorical_order,
+                                       split_rule=args.split_rule, keep=keep, hierarchies=hierarchies,
+                                       sensitive=sensitive, l=args.l, l_kind=args.l_kind, c=args.c, t=args.t,
+                                       max_suppression=args.max_suppression)
                         released = con.sql(ordered_sql("SELECT * FROM anon_levels_release"))
                     else:
                         released = con.sql(ordered_sql(MONDRIAN_SQL), params=params)

@@ -159,7 +159,7 @@ BAD_INPUTS = [
 ]
 
 # Public functions that take no argument.
-NO_ARGUMENTS = ["duckdb_anon_version"]
+NO_ARGUMENTS = ["duckdb_anon_version", "duckdb_anon_install_stamp"]
 
 
 @pytest.fixture(scope="module")

@@ -60,8 +60,6 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
     for text in sql_rules.file_texts():
         con.execute(text)
     restore_old_catalogs(con, upgraded)
-    from duckdb_anon.publishing import digest_legacy_people
-    digest_legacy_people(con)  # a catalog of an older version held raw persons
     # The version is itself a macro, so a plain client can tell what a database file holds.
     con.execute(f"CREATE OR REPLACE MACRO duckdb_anon_version() AS '{__version__}'")
     for statement in dp.macros():  # the DP aggregates, generated from dp/plan.py (they call the sql/ helpers)
@@ -73,10 +71,13 @@ def _write_macros(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _apply_declarations(con: duckdb.DuckDBPyConnection) -> None:
-    """The macros compiled from the declarations the database holds (a plain client may have changed them)."""
+    """What depends on the catalog's rows, which a plain client may have changed: raw persons recorded as an
+    older version did, digested; the macros compiled from the declarations."""
     from duckdb_anon.privacy_units import apply_privacy_units
+    from duckdb_anon.publishing import digest_legacy_people
     from duckdb_anon.roles import apply_policies
 
+    digest_legacy_people(con)  # a catalog of an older version held raw persons
     apply_privacy_units(con)  # privacy_unit_rows()
     apply_policies(con)  # anonymized() (with no declarations it only explains)
 
@@ -140,7 +141,7 @@ def install(con: duckdb.DuckDBPyConnection, *, reuse: bool = False) -> duckdb.Du
     with _lock_for(path):
         udfs.register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
         if not readonly:
-            current = reuse and installed_stamp(con) == install_stamp()
+            current = reuse and installed_stamp(con) == install_stamp() and installed_version(con) == __version__
             _write_in_transaction(con, _apply_declarations if current else _write_macros)
         elif (found := installed_version(con)) != __version__:
             raise duckdb.InvalidInputException(

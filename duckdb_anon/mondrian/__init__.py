@@ -13,9 +13,11 @@ from sqlglot import exp
 
 from duckdb_anon.engines.base import Names
 from duckdb_anon.engines.duckdb_engine import DuckDBEngine
-from duckdb_anon.mondrian.driver import check_columns, run
+from duckdb_anon.mondrian.driver import argument_errors, check_columns, run
 from duckdb_anon.mondrian.models import Models, hierarchy_queries, model_arguments
 
+
+@argument_errors("mondrian")
 def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k: int, *, into: str,
              mode: str = "strict", output: str = "text", categorical_order: str = "appearance",
              split_rule: str = "actual", medians: str | None = None, keep: list[str] | None = None,
@@ -32,7 +34,9 @@ def mondrian(con: duckdb.DuckDBPyConnection, table_name: str, qis: list[str], k:
 
     `medians` ('running' or 'quantile') chooses how a level finds its medians; both give the same release.
     By default 'quantile' is taken when nine in ten rows have a QI vector of their own (high-cardinality
-    tables, where it is about twice as fast), else 'running'."""
+    tables, where it is about twice as fast), else 'running'.
+
+    A bad argument raises ValueError naming it (the SQL rules' own messages); a failed run leaves no table."""
     # mondrian()'s own argument checks (they raise naming the argument); its SQL is not used here
     con.execute("SELECT anon_mondrian_call('mondrian', anon_mondrian_shape('mondrian', ?), "
                 "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

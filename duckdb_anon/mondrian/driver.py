@@ -6,6 +6,7 @@ materializes its state, so memory holds one level at a time and finished partiti
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 import duckdb
@@ -46,6 +47,19 @@ def _generated(plan_key: tuple, step: str, tables: tuple) -> str:
     plan = make_plan(*plan_key)
     text = _STEPS[step](plan) if step in _STEPS else getattr(plan, step)()
     return plan.sql(text, **dict(tables))
+
+
+@contextmanager
+def argument_errors(fn: str):
+    """A DuckDB error that names an argument of `fn` (the SQL rules' messages) raised as ValueError, as the
+    checks run in Python raise theirs; any other error as it is."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        message = str(exc).split("Error: ", 1)[-1]
+        if message.startswith(f"{fn}(): argument"):
+            raise ValueError(message) from None
+        raise
 
 
 def _raise_rule(rule: str, sql: str, parameters: list) -> None:

@@ -75,7 +75,7 @@ def test_bad_arguments_name_the_argument_and_leave_nothing(con):
              ({"qis": ["x"], "k": 2, "mode": "lax"}, "'mode'"), ({"qis": ["x"], "k": 2, "output": "csv"}, "'output'"),
              ({"qis": ["x", "X"], "k": 2}, "qis"), ({"qis": ["x"], "k": 2, "medians": "exact"}, "'medians'")]
     for kwargs, word in cases:
-        with pytest.raises((duckdb.Error, ValueError)) as err:
+        with pytest.raises(ValueError) as err:
             mondrian.mondrian(con, "t", into="out", **kwargs)
         assert "mondrian()" in str(err.value) and word in str(err.value)
     assert con.execute(tables).fetchall() == before  # no intermediate table left, no `out`
@@ -94,9 +94,9 @@ def test_the_tables_columns_are_refused_with_mondrians_own_message(con, qis, arg
     named = "".join(f", {name} := ?" for name in arguments)
     with pytest.raises(duckdb.Error) as sql_error:
         con.execute(f"SELECT * FROM mondrian(?, ?, 2{named})", [source, qis, *arguments.values()]).fetchall()
-    with pytest.raises((ValueError, duckdb.Error)) as driver_error:
+    with pytest.raises(ValueError) as driver_error:
         mondrian.mondrian(con, source, qis, 2, into="out", **arguments)
-    message = str(driver_error.value).split("Error: ", 1)[-1]
+    message = str(driver_error.value)
     assert message.startswith("mondrian(): argument '") and message in str(sql_error.value)
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'out'").fetchall() == [(0,)]
 
@@ -108,7 +108,7 @@ def test_hostile_names_are_read_as_names(con):
     mondrian.mondrian(con, name, ['a"b', "c;d"], 4, into='out"x')
     assert con.execute('SELECT count(*) FROM "out""x"').fetchall()[0][0] == 20
     assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 1
-    with pytest.raises((ValueError, duckdb.Error), match="argument 'table_name'"):  # a name DuckDB cannot read
+    with pytest.raises(ValueError, match="argument 'table_name'"):  # a name DuckDB cannot read
         mondrian.mondrian(con, 'no"such', ["x"], 2, into="y")
     with pytest.raises(ValueError, match="argument 'table_name'"):
         mondrian.mondrian(con, "no_such", ["x"], 2, into="y")

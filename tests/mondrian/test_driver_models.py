@@ -161,7 +161,7 @@ def test_errors_name_the_argument_as_mondrians(con):
              ({"hierarchies": {"s": "h"}}, "argument 'hierarchies' names a column that is not among the QIs"),
              ({"hierarchies": {"c": "h"}}, "argument 'hierarchies': the hierarchy of 'c' has no leaf 'v2'")]
     for models, message in cases:
-        with pytest.raises((duckdb.Error, ValueError)) as err:
+        with pytest.raises(ValueError) as err:
             mondrian.mondrian(con, "t", ["x", "c"], 2, into="out", **models)
         assert "mondrian()" in str(err.value) and message in str(err.value), str(err.value)
     assert con.execute(tables).fetchall() == before  # nothing left behind

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import duckdb_anon
 from duckdb_anon import mondrian
+from scratch import generated_database
 
 QIS = ["age", "zip", "sex", "education", "dob", "income"]
 EDUCATION = ["Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad", "Some-college",
@@ -54,18 +55,11 @@ def generate_sql(n):
 
 
 def database(n):
-    """The database file holding the n-row table, generated on first use."""
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    path = SCRATCH / f"highcard_{n}.duckdb"
-    if not path.exists():
-        partial = path.with_suffix(".partial")
-        partial.unlink(missing_ok=True)
-        con = duckdb_anon.connect(str(partial))
-        con.execute(f"SET temp_directory = '{SCRATCH / 'tmp'}'")
+    """The database file holding the n-row table, generated on first use (plain DuckDB: no macros in it)."""
+    def fill(con):
+        con.execute("SET temp_directory = ?", [str(SCRATCH / "tmp")])
         con.execute(generate_sql(n))
-        con.close()
-        partial.rename(path)
-    return path
+    return generated_database(SCRATCH / f"highcard_{n}.duckdb", fill)
 
 
 def memory_limit(n):

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch import generated_database
+
 QIS = ["age", "zip", "sex", "dob", "income"]
 SCRATCH = Path(os.environ.get("DUCKDB_ANON_BENCH_DIR", Path(tempfile.gettempdir()) / "duckdb-anon-models"))
 MODELS = {"l": ("l := 2", "l = 2 (distinct)"), "t": ("t := 0.2", "t = 0.2 (ordered)")}
@@ -46,20 +48,12 @@ def generate_sql(n):
 
 def database(n):
     """The database file holding the n-row table, generated on first use (plain DuckDB: no macros in it)."""
-    import duckdb
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    path = SCRATCH / f"highcard_{n}.duckdb"
-    if not path.exists():
-        partial = path.with_suffix(".partial")
-        partial.unlink(missing_ok=True)
-        con = duckdb.connect(str(partial))
+    def fill(con):
         con.execute("SET enable_progress_bar = false")
         con.execute("SET threads = 1")
         con.execute("SELECT setseed(0.42)")
         con.execute(generate_sql(n))
-        con.close()
-        partial.rename(path)
-    return path
+    return generated_database(SCRATCH / f"highcard_{n}.duckdb", fill)
 
 
 def one(path, model, spill):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import tempfile
 
 from duckdb_anon import sql_rules
-from duckdb_anon.engines.base import CATEGORICAL, Names
+from duckdb_anon.engines.base import CATEGORICAL, QI, Names
 from duckdb_anon.engines.spark_engine import SparkEngine, spark_columns
 from duckdb_anon.mondrian.driver import check_columns, run
 from duckdb_anon.mondrian.models import MODEL_ARGUMENT_MACROS, NO_MODELS, Models, hierarchy_queries, model_arguments
@@ -53,15 +53,16 @@ def check_arguments(qis, k, mode, output, categorical_order, split_rule, row_ord
         raise ValueError(f"{FN}(): argument 'row_order' must be a list of column names")
 
 
-def privacy_models(spark, frame, qis, mode, names: Names, hierarchies=None, sensitive=None, l=None,
+def privacy_models(spark, columns: list[QI], qis, mode, names: Names, hierarchies=None, sensitive=None, l=None,
                    l_kind="distinct", c=2, t=None, max_suppression=0) -> tuple[Models, tuple[str, str] | None]:
-    """mondrian()'s models for a Spark run, checked by the SQL macros in an in-memory DuckDB: the Models
-    and the SQL of the hierarchy relations (temporary views of the hierarchies coded by DuckDB)."""
+    """mondrian()'s models for a Spark run over a source with the columns `columns` (spark_columns'),
+    checked by the SQL macros in an in-memory DuckDB: the Models and the SQL of the hierarchy relations
+    (temporary views of the hierarchies coded by DuckDB)."""
     if hierarchies is None and sensitive is None and l is None and t is None and not max_suppression:
         return NO_MODELS, None
     import duckdb
 
-    by_name = {column.name.lower(): column for column in spark_columns(frame.schema.fields)}
+    by_name = {column.name.lower(): column for column in columns}
     # mondrian()'s own macros, on a private DuckDB; the hierarchies registered on this cursor are its own
     con = sql_rules.private_duckdb(*MODEL_ARGUMENT_MACROS)
     try:
@@ -123,8 +124,8 @@ def mondrian(spark, table, qis, k, *, mode: str = "strict", output: str = "text"
                                         and any(kinds.get(q.lower()) == CATEGORICAL for q in qis))
     order = (list(row_order or columns)) if reads_order else None  # None: any unique number will do
     names = Names()
-    models, hierarchy_sql = privacy_models(spark, frame, qis, mode, names, hierarchies, sensitive, l, l_kind, c, t,
-                                           max_suppression)
+    models, hierarchy_sql = privacy_models(spark, source_columns, qis, mode, names, hierarchies, sensitive, l, l_kind,
+                                           c, t, max_suppression)
     view = names.prefix + "source"
     work_dir = (tempfile.mkdtemp(prefix="duckdb_anon_spark_") if work_dir is None
                 else f"{work_dir.rstrip('/')}/{names.prefix}")

@@ -10,7 +10,10 @@ suppression, the rules of ``anon_partition`` (sql/10_mondrian.sql) as level quer
   allowed when every side is good, or when some are and the rows of the others fit the budget; those
   rows are suppressed (partition -1) and the rest of the budget is shared among the good sides in
   proportion to their rows (rounded down). With a budget, a strict cut may leave one side under k.
-- Every allowed cut of a partition is judged at once and the widest is taken, ties to the earliest QI.
+- The widest allowed cut is taken, ties to the earliest QI, in two rounds: the first judges each
+  partition's widest cut alone; only the partitions it leaves uncut have every other cut judged. (Judging
+  every cut at once counted every row once per QI, in windows and aggregate states that DuckDB does not
+  spill.)
 - A hierarchical side is named by the partition's offset plus the rows of the sides before it (in code
   order); a numeric cut names its sides as Plan does.
 
@@ -70,7 +73,8 @@ class CheckedPlan(Plan):
 
     def candidates(self) -> str:
         """Over ``state``, ``span`` and ``hnode``: per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
-        width; for a hierarchy's QI the depth of the node covering its leaves (nd<d>)."""
+        width; for a hierarchy's QI the depth of the node covering its leaves (nd<d>); the QI of its widest cut
+        (first: the widest QI whose keys differ, ties to the earliest; NULL when every QI's keys are equal)."""
         region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
         lcas, joins = [], []
         for d in self.models.hier:
@@ -86,16 +90,34 @@ class CheckedPlan(Plan):
                          FROM state WHERE part >= 0 GROUP BY part
                          HAVING sum(n) >= 2 * __p_k OR (max(budget) > 0 AND sum(n) > __p_k))
             {''.join(', ' + c for c in lcas)}
-            SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}"""
+            SELECT *, {self._first()} AS first
+            FROM (SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)})"""
 
     def kept(self) -> tuple[str, str, str]:
         """Plan.kept()'s columns with the sensitive rank (s) and the budget a checked level reads."""
         carried, restored, piece = super().kept()
         return f"{carried}, s, budget", restored, piece
 
-    def judged(self) -> str:
-        """Over ``state`` and ``cands``: every cut a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it
-        is valid before its sides are counted, and whether they must be (checked)."""
+    def _first(self) -> str:
+        """SQL over a candidate's lo, hi and w columns: the position of its widest QI whose keys differ."""
+        eligible = [f"CASE WHEN hi{d} > lo{d} THEN w{d} ELSE -1.0 END" for d in range(self.q)]
+        best = f"greatest({', '.join(eligible)})" if self.q > 1 else eligible[0]  # Spark's needs two
+        return ("CASE " + " ".join(f"WHEN {e} >= 0 AND {e} = {best} THEN {d}" for d, e in enumerate(eligible))
+                + " END")
+
+    def first_judged(self) -> str:
+        """Over ``state`` and ``cands``: each candidate's widest cut, judged as :meth:`_judged` says."""
+        return self._judged("first", "p.d = c.first")
+
+    def other_judged(self) -> str:
+        """Over ``state``, ``cands`` and ``first_decided``: the other cuts of the candidates whose widest cut
+        is not allowed."""
+        return self._judged("other", "p.d <> c.first AND c.part NOT IN (SELECT part FROM first_decided)")
+
+    def _judged(self, round: str, which: str) -> str:
+        """Over ``state`` and ``cands``: the cuts of the round (`which`: SQL over candidate c and position p.d)
+        among those a candidate could take (a QI whose keys differ): its median (numeric cuts), whether it is
+        valid before its sides are counted, and whether they must be (checked)."""
         positions = self._each("SELECT {d} AS d", " UNION ALL ")
         hier = " OR ".join(f"(p.d = {d} AND c.nd{d} IS NOT NULL)" if self.at_call else f"p.d = {d}"
                            for d in self.models.hier) or "false"
@@ -104,16 +126,18 @@ class CheckedPlan(Plan):
         valid = ("(m.cum >= __p_k AND t.rows - m.cum >= __p_k) OR (t.budget > 0 AND t.rows - m.cum > 0 "
                  "AND (m.cum >= __p_k OR t.rows - m.cum >= __p_k))" if self.mode == "strict"
                  else "t.rows // 2 >= __p_k")
+        # CTE names carry the round: Spark refuses a name defined twice in one statement
         return (f"""
-            WITH tried AS (SELECT c.part, p.d AS dim, c.rows, c.budget, false AS unit, {hier} AS hier, {depth} AS nd,
-                                  {self._of_dim('p.d', 'c.w{d}')} AS w
-                           FROM cands c CROSS JOIN ({positions}) p WHERE {self._of_dim('p.d', 'c.hi{d} > c.lo{d}')}),
-            plain AS (SELECT * FROM tried WHERE NOT hier),
-            {self._medians('plain', 'plain_')}
+            WITH {round}_tried AS (SELECT c.part, p.d AS dim, c.rows, c.budget, false AS unit, {hier} AS hier, {depth} AS nd,
+                                          {self._of_dim('p.d', 'c.w{d}')} AS w
+                                   FROM cands c CROSS JOIN ({positions}) p
+                                   WHERE {self._of_dim('p.d', 'c.hi{d} > c.lo{d}')} AND {which}),
+            {round}_plain AS (SELECT * FROM {round}_tried WHERE NOT hier),
+            {self._medians(round + '_plain', round + '_plain_')}
             SELECT t.*, m.split, m.nxt, m.cnt, m.cum,
                    t.hier OR (m.cum IS NOT NULL AND ({valid})) AS valid,
                    t.hier OR {self._sensitive_on()} OR t.budget > 0 AS checked
-            FROM tried t LEFT JOIN plain_median m ON m.part = t.part AND m.dim = t.dim""")
+            FROM {round}_tried t LEFT JOIN {round}_plain_median m ON m.part = t.part AND m.dim = t.dim""")
 
     def _group(self, key: str) -> str:
         """The side of a cut a piece falls on: a hierarchy's child (its run's start), else 0 / 1."""
@@ -125,56 +149,82 @@ class CheckedPlan(Plan):
         return (f"LEFT JOIN hanc a ON {cut}.hier AND a.d = {cut}.dim AND a.code = {key} AND a.depth = {cut}.nd + 1"
                 if self.models.hier else "")
 
-    def sides(self) -> str:
-        """Over ``state``, ``judged``, ``hanc`` and ``tdist``: per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
+    def first_sides(self) -> str:
+        """Over ``state``, ``first_judged``, ``hanc`` and ``tdist``: :meth:`_sides` of the first round's cuts."""
+        return self._sides("first")
+
+    def other_sides(self) -> str:
+        """Over ``state``, ``other_judged``, ``hanc`` and ``tdist``: :meth:`_sides` of the other round's cuts."""
+        return self._sides("other")
+
+    def _sides(self, round: str) -> str:
+        """Over ``state``, ``<round>_judged``, ``hanc`` and ``tdist``: per checked valid cut, per side: rows, good (k rows and the model), and the rows of the sides
         before it (before, in side order)."""
         key = self._of_dim("j.dim", "s.k{d}")
         # a side's sensitive values are rows (one per value, with the windows the models read), aggregated per
         # side: no per-side list, so every step spills. (The relations' aliases differ from the macros'
         # lambda variables, which Spark's inlined copy keeps.)
         if self.sensitive:
-            valued = f"SELECT part, dim, g, s, cnt, {model_inputs('cnt', 's', 'part, dim, g')} FROM counted"
+            valued = f"SELECT part, dim, g, s, cnt, {model_inputs('cnt', 's', 'part, dim, g')} FROM {round}_counted"
             good = f" AND {model_holds(self.models.model, 'side.cnt', 'side.s', 'whole', self._ordered())}"
-            source = "valued side CROSS JOIN tdist whole"
+            source = f"{round}_valued side CROSS JOIN tdist whole"
         else:
-            valued, good, source = "SELECT * FROM counted", "", "valued side"
+            valued, good, source = f"SELECT * FROM {round}_counted", "", f"{round}_valued side"
         return (f"""
-            WITH counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
-                             FROM state s JOIN judged j ON s.part = j.part AND j.valid AND j.checked
-                             {self._child('j', key)}
-                             GROUP BY j.part, j.dim, {self._group(key)}, s.s),
-            valued AS ({valued}),
-            judged_sides AS (SELECT side.part, side.dim, side.g, sum(side.cnt) AS rows, sum(side.cnt) >= __p_k{good} AS good
+            WITH {round}_counted AS (SELECT j.part, j.dim, {self._group(key)} AS g, s.s, sum(s.n) AS cnt
+                                     FROM state s JOIN {round}_judged j ON s.part = j.part AND j.valid AND j.checked
+                                     {self._child('j', key)}
+                                     GROUP BY j.part, j.dim, {self._group(key)}, s.s),
+            {round}_valued AS ({valued}),
+            {round}_each AS (SELECT side.part, side.dim, side.g, sum(side.cnt) AS rows, sum(side.cnt) >= __p_k{good} AS good
                              FROM {source} GROUP BY side.part, side.dim, side.g)
             SELECT part, dim, g, rows, good, sum(rows) OVER (PARTITION BY part, dim ORDER BY g) - rows AS before
-            FROM judged_sides""")
+            FROM {round}_each""")
 
-    def checked_decisions(self) -> str:
-        """Over ``cands``, ``judged`` and ``sides``: per partition the widest allowed cut (ties to the earliest QI), with the rows its failing sides
-        hold and its good sides' rows, and its candidate's ranges and widths."""
+    def first_decisions(self) -> str:
+        """Over ``cands``, ``first_judged`` and ``first_sides``: :meth:`_decisions` of the first round."""
+        return self._decisions("first")
+
+    def other_decisions(self) -> str:
+        """Over ``cands``, ``other_judged`` and ``other_sides``: :meth:`_decisions` of the other round."""
+        return self._decisions("other")
+
+    def _decisions(self, round: str) -> str:
+        """Over ``cands``, ``<round>_judged`` and ``<round>_sides``: per partition the round's widest allowed cut (ties to the earliest QI),
+        with the rows its failing sides hold and its good sides' rows, and its candidate's ranges and widths."""
         region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
         return (f"""
-            WITH verdict AS (SELECT part, dim, bool_and(good) AS all_good, bool_or(good) AS any_good,
-                                    coalesce(sum(CASE WHEN NOT good THEN rows END), 0) AS failing,
-                                    sum(CASE WHEN good THEN rows END) AS good_rows
-                             FROM sides GROUP BY part, dim),
-            allowed AS (SELECT j.*, v.failing, v.good_rows,
-                               row_number() OVER (PARTITION BY j.part ORDER BY j.w DESC, j.dim) AS choice
-                        FROM judged j LEFT JOIN verdict v ON v.part = j.part AND v.dim = j.dim
-                        WHERE j.valid AND (NOT j.checked
-                                           OR coalesce(v.all_good OR (v.any_good AND v.failing <= j.budget), false)))
+            WITH {round}_verdict AS (SELECT part, dim, bool_and(good) AS all_good, bool_or(good) AS any_good,
+                                            coalesce(sum(CASE WHEN NOT good THEN rows END), 0) AS failing,
+                                            sum(CASE WHEN good THEN rows END) AS good_rows
+                                     FROM {round}_sides GROUP BY part, dim),
+            {round}_allowed AS (SELECT j.*, v.failing, v.good_rows,
+                                       row_number() OVER (PARTITION BY j.part ORDER BY j.w DESC, j.dim) AS choice
+                                FROM {round}_judged j LEFT JOIN {round}_verdict v ON v.part = j.part AND v.dim = j.dim
+                                WHERE j.valid AND (NOT j.checked
+                                                   OR coalesce(v.all_good OR (v.any_good AND v.failing <= j.budget), false)))
             SELECT a.part, a.dim, a.split, a.nxt, a.cnt, a.cum, a.rows, a.hier, a.nd, a.budget, a.failing, a.good_rows,
                    {self._each('c.lo{d}, c.hi{d}, c.w{d}')}{region}
-            FROM allowed a JOIN cands c ON c.part = a.part WHERE a.choice = 1""")
+            FROM {round}_allowed a JOIN cands c ON c.part = a.part WHERE a.choice = 1""")
+
+    @staticmethod
+    def checked_decisions() -> str:
+        """Over ``first_decided`` and ``other_decided``: per partition its allowed cut, of either round."""
+        return "SELECT * FROM first_decided UNION ALL SELECT * FROM other_decided"
 
     def decide(self) -> str:
-        """CTEs over ``state``, ``span`` and the hierarchies ending in ``decided``: every cut judged at once,
+        """CTEs over ``state``, ``span`` and the hierarchies ending in ``decided``: each round's cuts judged,
         the sides of the checked ones counted, the widest allowed one per partition."""
-        return (f"cands AS MATERIALIZED ({self.candidates()}), judged AS MATERIALIZED ({self.judged()}), "
-                f"sides AS MATERIALIZED ({self.sides()}), decided AS MATERIALIZED ({self.checked_decisions()})")
+        steps = [("cands", self.candidates()),
+                 ("first_judged", self.first_judged()), ("first_sides", self.first_sides()),
+                 ("first_decided", self.first_decisions()),
+                 ("other_judged", self.other_judged()), ("other_sides", self.other_sides()),
+                 ("other_decided", self.other_decisions()),
+                 ("decided", self.checked_decisions())]
+        return ", ".join(f"{name} AS MATERIALIZED ({text})" for name, text in steps)
 
     def cut(self) -> str:
-        """Over ``state``, ``decided``, ``sides`` and ``hanc``: the next level's state: each piece of a decided partition on its side; a hierarchical side
+        """Over ``state``, ``decided``, ``first_sides``, ``other_sides`` and ``hanc``: the next level's state: each piece of a decided partition on its side; a hierarchical side
         named by the rows before it, a side that is not good suppressed (part -1); each side's budget."""
         key = self._of_dim("d.dim", "s.k{d}")
         go_left = "d.cum" if self.mode == "strict" else "d.rows // 2"
@@ -187,7 +237,7 @@ class CheckedPlan(Plan):
                        FROM state s JOIN decided d ON s.part = d.part {self._child('d', key)}),
             placed AS (SELECT j.*, x.before AS side_before, coalesce(NOT x.good, false) AS suppressed,
                               CAST(coalesce(floor((j.parent_budget - j.failing) * x.rows / j.good_rows), 0) AS BIGINT) AS budget
-                       FROM joined j LEFT JOIN sides x
+                       FROM joined j LEFT JOIN (SELECT * FROM first_sides UNION ALL SELECT * FROM other_sides) x
                        ON x.part = j.part AND x.dim = j.dim AND x.g = CASE WHEN j.hier THEN j.hg WHEN j.v > j.split THEN 1 ELSE 0 END)"""
         if self.mode == "strict":  # cells stay whole: each goes to one side
             pieces = ("pieces AS (SELECT *, off AS new_off, n AS new_n, "

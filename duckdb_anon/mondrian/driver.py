@@ -193,7 +193,9 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
         (on.create if name != final else on.append)(names.real(name), names.real(sql))
 
     state, following, decided = names("state_a"), names("state_b"), names("decided")
-    cands, judged, sides = names("cands"), names("judged"), names("sides")
+    cands = names("cands")
+    first_judged, first_sides, first_decided = names("first_judged"), names("first_sides"), names("first_decided")
+    other_judged, other_sides, other_decided = names("other_judged"), names("other_sides"), names("other_decided")
     attempt, fallback = names("attempt"), names("fallback")
     step(state, "root", cells=cells, span=span)
     pieces, level = distinct, 0
@@ -204,11 +206,15 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
             step(final, "rest", start=state, span=span)
             break
         loop.begin(f"level {level}")
-        if checked:  # every cut judged at once, its sides counted
+        if checked:  # each partition's widest cut judged, its sides counted; then the others where it failed
             step(cands, "candidates", state=state, span=span)
-            step(judged, "judged", state=state, cands=cands)
-            step(sides, "sides", state=state, judged=judged)
-            step(decided, "checked_decisions", cands=cands, judged=judged, sides=sides)
+            step(first_judged, "first_judged", state=state, cands=cands)
+            step(first_sides, "first_sides", state=state, first_judged=first_judged)
+            step(first_decided, "first_decisions", cands=cands, first_judged=first_judged, first_sides=first_sides)
+            step(other_judged, "other_judged", state=state, cands=cands, first_decided=first_decided)
+            step(other_sides, "other_sides", state=state, other_judged=other_judged)
+            step(other_decided, "other_decisions", cands=cands, other_judged=other_judged, other_sides=other_sides)
+            step(decided, "checked_decisions", first_decided=first_decided, other_decided=other_decided)
         elif stepwise:
             step(cands, "candidates", state=state, span=span)
             step(attempt, "attempt", state=state, cands=cands)
@@ -222,7 +228,8 @@ def run(engine: Engine, fn: str, qis: list[str], k: int, mode: str = "strict", s
             break
         loop.drop(names.real(following))  # two levels old: gone before the next is written, not after
         # (a placeholder names only what the step reads: the plain cut has a CTE of its own named sides)
-        step(following, "cut", state=state, decided=decided, **({"sides": sides} if checked else {}))
+        step(following, "cut", state=state, decided=decided,
+             **({"first_sides": first_sides, "other_sides": other_sides} if checked else {}))
         state, following = following, state
         pieces = loop.count(names.real(state))
     labels = names("labels")

@@ -193,13 +193,14 @@ class CheckedPlan(Plan):
         """Over ``cands``, ``<round>_judged`` and ``<round>_sides``: per partition the round's widest allowed cut (ties to the earliest QI),
         with the rows its failing sides hold and its good sides' rows, and its candidate's ranges and widths."""
         region = f", {self._each('c.rlo{d}, c.rhi{d}')}" if self.rule == "inherited" else ""
+        # the first round judges one cut per partition
+        choice = "1" if round == "first" else "row_number() OVER (PARTITION BY j.part ORDER BY j.w DESC, j.dim)"
         return (f"""
             WITH {round}_verdict AS (SELECT part, dim, bool_and(good) AS all_good, bool_or(good) AS any_good,
                                             coalesce(sum(CASE WHEN NOT good THEN rows END), 0) AS failing,
                                             sum(CASE WHEN good THEN rows END) AS good_rows
                                      FROM {round}_sides GROUP BY part, dim),
-            {round}_allowed AS (SELECT j.*, v.failing, v.good_rows,
-                                       row_number() OVER (PARTITION BY j.part ORDER BY j.w DESC, j.dim) AS choice
+            {round}_allowed AS (SELECT j.*, v.failing, v.good_rows, {choice} AS choice
                                 FROM {round}_judged j LEFT JOIN {round}_verdict v ON v.part = j.part AND v.dim = j.dim
                                 WHERE j.valid AND (NOT j.checked
                                                    OR coalesce(v.all_good OR (v.any_good AND v.failing <= j.budget), false)))

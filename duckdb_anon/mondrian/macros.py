@@ -34,7 +34,7 @@ def recursion(plan: Plan, first: str) -> str:
     the pieces of every partition cut to the end (cell, off, n, part), from the state `first` (a SELECT of
     the plan's state columns) on. Each iteration is one level of the driver: ``plan.decide()`` decides the
     cuts of the partitions the last iteration moved, ``plan.cut()`` emits their pieces, and
-    ``plan.finished()`` emits the pieces of the partitions no cut was found for, marked done; the next
+    ``plan.undecided()`` picks the pieces of the partitions no cut was found for, marked done; the next
     iteration reads only the pieces not done, and the recursion ends when none is left. A piece a checked
     cut suppresses (part -1) is in no partition decided, so the level after its cut emits it done, once.
 
@@ -50,7 +50,7 @@ def recursion(plan: Plan, first: str) -> str:
      {plan.decide()}
      SELECT {carried}, false AS done FROM ({plan.cut()})
      UNION ALL
-     SELECT {carried}, true FROM state WHERE part IN (SELECT part FROM ({plan.finished()})))),
+     SELECT {carried}, true FROM state s WHERE {plan.undecided('s')})),
 parts AS (SELECT {piece} FROM pieces WHERE done)"""
 
 

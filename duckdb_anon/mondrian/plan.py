@@ -281,6 +281,12 @@ class Plan:
             SELECT cell, new_off AS off, new_n AS n, new_part AS part, {self._each('k{d}')}{region_out} FROM sides"""
 
     @staticmethod
-    def finished() -> str:
+    def undecided(piece: str) -> str:
+        """SQL over ``decided``: is the piece `piece` (an alias of ``state``) in a partition no cut was found
+        for, so final? (Against the decided partitions, few, not the finished pieces, possibly every one:
+        a join's table over those would not spill.)"""
+        return f"{piece}.part NOT IN (SELECT part FROM decided)"
+
+    def finished(self) -> str:
         """Over ``state`` and ``decided``: the pieces of the partitions no cut was found for: final."""
-        return "SELECT s.cell, s.off, s.n, s.part FROM state s WHERE s.part NOT IN (SELECT part FROM decided)"
+        return f"SELECT s.cell, s.off, s.n, s.part FROM state s WHERE {self.undecided('s')}"

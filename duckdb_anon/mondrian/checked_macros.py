@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from duckdb_anon.engines.base import NUMERIC, QI
 from duckdb_anon.mondrian.checked import CheckedPlan
-from duckdb_anon.mondrian.macros import recursion
+from duckdb_anon.mondrian.macros import cells_of_parts, recursion
 from duckdb_anon.mondrian.models import Models, hierarchy_relations
 
 # (key columns, mode, split rule): the shapes of anon_checked_partition_sql
@@ -58,9 +58,7 @@ cells AS MATERIALIZED (SELECT c.__anon_cell AS cell, c.__anon_n AS n, r.r AS s, 
 span AS MATERIALIZED ({plan.span()}),
 tdist AS MATERIALIZED (SELECT *, (SELECT anon_is_numeric(any_value(__anon_s)) FROM keyed_cells) AS ordered
                        FROM ({plan.tdist()})),
-{recursion(plan, f"SELECT * FROM ({plan.root()}) WHERE ({attainable})")}
-SELECT p.cell, p.off, p.n, p.part, c.* EXCLUDE (__anon_cell, __anon_n, __anon_keys)
-FROM (SELECT cell, off, n, part FROM parts) p JOIN keyed_cells c ON c.__anon_cell = p.cell"""
+{recursion(plan, f"SELECT * FROM ({plan.root()}) WHERE ({attainable})")}{cells_of_parts()}"""
 
 
 def _literal(text: str) -> str:

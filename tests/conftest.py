@@ -1,4 +1,9 @@
+import io
 import os
+import subprocess
+import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 import duckdb
@@ -67,6 +72,57 @@ def adult_con(installed_template):
     duckdb_anon.load_adult(connection, "adult")
     yield connection
     connection.close()
+
+
+def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
+    """`duckdb-anon ARGS` run by the CLI's main() in this process, returned as a child run with
+    `subprocess.run(..., capture_output=True, text=True)` returns it: the exit code (argparse's SystemExit
+    and an uncaught exception's traceback with code 1 included), and everything written to the standard
+    output and error, read from the file descriptors (DuckDB writes its tables there itself), with newlines
+    translated. `env` replaces os.environ for the run, as it replaces a child's environment. For tests of a
+    command's arguments, output and exit code; what needs a process of its own (locks, signals, imports,
+    the interpreter's exit) runs in a subprocess."""
+    from duckdb_anon.cli import main
+
+    streams, saved_environ = (sys.stdout, sys.stderr), dict(os.environ)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        for stream in streams:
+            stream.flush()
+        saved_fds = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
+        sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                      line_buffering=True)
+        try:
+            if env is not None:
+                os.environ.clear()
+                os.environ.update(env)
+            try:
+                code = main([str(arg) for arg in args])
+            except SystemExit as exit:
+                code = exit.code
+                if code is not None and not isinstance(code, int):
+                    print(code, file=sys.stderr)
+                    code = 1
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_environ)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = streams
+            os.dup2(saved_fds[0], 1)
+            os.dup2(saved_fds[1], 2)
+            for fd in saved_fds:
+                os.close(fd)
+        texts = []
+        for file in (out, err):
+            file.seek(0)
+            texts.append(io.TextIOWrapper(io.BytesIO(file.read()), encoding="utf-8", errors="replace").read())
+    return subprocess.CompletedProcess(["duckdb-anon", *map(str, args)], 0 if code is None else code, *texts)
 
 
 def qi_sql(qis):

@@ -1,10 +1,13 @@
-"""duckdb-anon sql: SQL on a database file with the functions installed, the result printed as a table."""
+"""duckdb-anon sql: SQL on a database file with the functions installed, the result printed as a table. Real
+subprocesses, but for the bad inputs (the CLI's main() in this process)."""
 import re
 import subprocess
 import sys
 
 import duckdb
 import pytest
+
+from tests.conftest import cli_in_process
 
 
 def run(*args):
@@ -59,7 +62,7 @@ def test_memory_database():
     (["{db}", "SELECT 1", "--max-rows", "0"], ["--max-rows"]),
 ])
 def test_bad_input_exits_2(database, args, names):
-    out = run("sql", *[a.format(db=database, folder=database.parent) for a in args])
+    out = cli_in_process("sql", *[a.format(db=database, folder=database.parent) for a in args])
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(name in out.stderr for name in names) and "Traceback" not in out.stderr, out.stderr
     assert not (database.parent / "missing.duckdb").exists()

@@ -1,5 +1,6 @@
-"""duckdb-anon report, run as a real subprocess on a Mondrian release of the shipped Adult data. The numbers
-it prints are checked against pandas recomputations over the release file alone."""
+"""duckdb-anon report, run as a real subprocess on a Mondrian release of the shipped Adult data (the checks of
+its arguments by the CLI's main() in this process). The numbers it prints are checked against pandas
+recomputations over the release file alone."""
 import base64
 import json
 import re
@@ -12,6 +13,7 @@ import pytest
 
 import duckdb_anon
 from duckdb_anon.datasets import ADULT_NUMERIC, ADULT_QIS
+from tests.conftest import cli_in_process
 from tests.independent import HtmlPage, class_sizes, ncp_percent, row_keys
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -162,7 +164,7 @@ def test_text_from_the_data_is_escaped(tmp_path):
 def test_bad_input_exits_2_naming_the_argument(files, tmp_path, args, names):
     fill = {"release": files["release"], "original": files["original"], "db": files["db"], "folder": tmp_path}
     target = tmp_path / "bad.html"
-    out = run("report", *[a.format(**fill) for a in args], *([] if "-o" in args else ["-o", target]))
+    out = cli_in_process("report", *[a.format(**fill) for a in args], *([] if "-o" in args else ["-o", target]))
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(name in out.stderr for name in names), out.stderr
     assert "Traceback" not in out.stderr and not target.exists()

@@ -9,6 +9,7 @@ import pytest
 import duckdb_anon
 from tests.independent import scoreboard_shares
 from tests.commands.test_report import gate_lines, parse, run, summary_values
+from tests.conftest import cli_in_process
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,8 @@ def ratings_db(tmp_path_factory):
     return path, top1, top5, unique
 
 
-def report(db, *args, table="rel"):
-    return run("report", table, "--db", db, "--qi", "item,value,ts", *args, "--quiet")
+def report(db, *args, table="rel", runner=run):
+    return runner("report", table, "--db", db, "--qi", "item,value,ts", *args, "--quiet")
 
 
 def share(text: str) -> float:
@@ -129,7 +130,7 @@ def test_files_give_the_figures_of_the_database_tables(ratings_db, tmp_path):
 ])
 def test_bad_scoreboard_options_exit_2_naming_the_option(ratings_db, tmp_path, args, names):
     target = tmp_path / "bad.html"
-    out = report(ratings_db[0], *args, "-o", target)
+    out = report(ratings_db[0], *args, "-o", target, runner=cli_in_process)
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(name in out.stderr for name in names), out.stderr
     assert "Traceback" not in out.stderr and not target.exists()

@@ -1,6 +1,8 @@
-"""duckdb-anon suggest-roles and publish, run as real subprocesses on real files."""
+"""duckdb-anon suggest-roles and publish, run as real subprocesses on real files (the bad inputs of publish, and
+a few suggest-roles runs, by the CLI's main() in this process)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -10,6 +12,7 @@ import pytest
 import duckdb_anon
 from duckdb_anon import roles
 from duckdb_anon.cli import main
+from tests.conftest import cli_in_process
 
 ROLES = {"patient_id": "identifier", "email": "identifier", "age": "quasi_identifier", "zip": "quasi_identifier",
          "diagnosis": "sensitive", "site": "insensitive"}
@@ -98,10 +101,10 @@ def test_suggest_roles_bad_input_exits_2(patients_csv, tmp_path, args, names):
     assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "exists.sql").read_text() == "-- mine"
 
 
-@pytest.fixture
-def clinic(tmp_path):
-    """A database file with a declared table: the id pseudonymized with key 'clinic', k = 10."""
-    db = tmp_path / "clinic.duckdb"
+@pytest.fixture(scope="module")
+def clinic_file(tmp_path_factory):
+    """A database file with a declared table: the id pseudonymized with key 'clinic', k = 10. Made once."""
+    db = tmp_path_factory.mktemp("roles") / "clinic.duckdb"
     con = duckdb_anon.connect(str(db))
     con.execute(f"CREATE TABLE patients AS {PATIENTS_SQL}")
     con.execute("CREATE TABLE undeclared AS SELECT 1 AS x")
@@ -112,7 +115,14 @@ def clinic(tmp_path):
     roles.set_policy(con, "patients", 10, key_name="clinic")
     roles.apply_policies(con)
     con.close()
+    assert [p.name for p in db.parent.iterdir()] == ["clinic.duckdb"]  # no WAL, no key file: a copy is the same
     return db
+
+
+@pytest.fixture
+def clinic(clinic_file, tmp_path):
+    """A copy of clinic_file of the test's own."""
+    return shutil.copyfile(clinic_file, tmp_path / "clinic.duckdb")
 
 
 def test_publish_freezes_the_release_and_prints_its_record(clinic):
@@ -148,7 +158,7 @@ def test_publish_bad_input_exits_2_and_leaves_nothing(clinic, args, names, key):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKDB_ANON_KEY_")}
     if key is not None:  # a new key is made here: a random test id would differ between xdist workers
         env["DUCKDB_ANON_KEY_CLINIC"] = duckdb_anon.new_pseudonym_key() if key == "a new key" else key
-    out = run("publish", *[a.format(db=clinic, folder=clinic.parent) for a in args], env=env)
+    out = cli_in_process("publish", *[a.format(db=clinic, folder=clinic.parent) for a in args], env=env)
     assert out.returncode == 2, out.stdout + out.stderr
     assert all(n in out.stderr for n in names) and "Traceback" not in out.stderr, out.stderr
     plain = duckdb.connect(str(clinic), read_only=True)

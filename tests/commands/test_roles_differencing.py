@@ -1,19 +1,23 @@
 """duckdb-anon publish after the data changed: refused with the figures, --allow-differencing records the
-risk, --rerelease publishes a re-release. Real subprocesses on a real database file."""
+risk, --rerelease publishes a re-release. Real subprocesses on a real database file (the flags refused
+up front by the CLI's main() in this process)."""
 import os
+import shutil
 
 import duckdb
 import pytest
 
 import duckdb_anon
 from tests.commands.test_roles import run
+from tests.conftest import cli_in_process
 from tests.test_lineage import DECLARATIONS, differencing
 from tests.test_roles import KEY
 
 
-@pytest.fixture
-def clinic(tmp_path):
-    path = tmp_path / "clinic.duckdb"
+@pytest.fixture(scope="module")
+def clinic_file(tmp_path_factory):
+    """The database the tests start from, made once: each test changes a copy of its own."""
+    path = tmp_path_factory.mktemp("differencing") / "clinic.duckdb"
     con = duckdb.connect(str(path))
     duckdb_anon.install(con)
     duckdb_anon.load_patients(con)
@@ -21,7 +25,13 @@ def clinic(tmp_path):
     con.execute(DECLARATIONS)
     duckdb_anon.apply_policies(con)
     con.close()
+    assert [p.name for p in path.parent.iterdir()] == ["clinic.duckdb"]  # no WAL, no key file: a copy is the same
     return path
+
+
+@pytest.fixture
+def clinic(clinic_file, tmp_path):
+    return shutil.copyfile(clinic_file, tmp_path / "clinic.duckdb")
 
 
 def test_publish_refuses_a_release_that_can_be_differenced_and_prints_the_figures(clinic):
@@ -61,7 +71,7 @@ def test_publish_refuses_a_release_that_can_be_differenced_and_prints_the_figure
                                          (["--rerelease", "--allow-differencing"], "--rerelease: keeps the people"),
                                          (["--rerelease", "--id-column", "patient_id"], "--rerelease: keeps the people")])
 def test_publish_flags_that_do_not_go_together_exit_2(clinic, flags, word):
-    out = run("publish", clinic, "patients", "r1", *flags, "--quiet", env={**os.environ, "DUCKDB_ANON_KEY_CLINIC": KEY})
+    out = cli_in_process("publish", clinic, "patients", "r1", *flags, "--quiet", env={**os.environ, "DUCKDB_ANON_KEY_CLINIC": KEY})
     assert out.returncode == 2 and word in out.stderr
     con = duckdb.connect(str(clinic), read_only=True)
     assert con.execute("SELECT count(*) FROM anon_releases").fetchall() == [(0,)]

@@ -1,6 +1,7 @@
 """The DP aggregate on Spark: the plan rendered for Spark keeps the same rows as on DuckDB (the bounded,
 noise-free figures are equal on both engines), the noise is calibrated alike, and bad arguments get the
-DuckDB checks' messages. Skipped, saying why, where Java or pyspark is missing."""
+DuckDB checks' messages. Skipped, saying why, where Java or pyspark is missing.
+Marked `spark`: the default run leaves them out, `pytest -m spark` runs them (README)."""
 import math
 import os
 import shutil
@@ -14,6 +15,8 @@ from tests.conftest import multiset_differences
 from duckdb_anon import dp
 from duckdb_anon.dp import plan
 from tests.independent import expected_released
+
+pytestmark = pytest.mark.spark
 
 if shutil.which("java") is None:
     pytest.skip("Spark tests skipped: no Java runtime on this machine (pyspark needs Java 17)", allow_module_level=True)

@@ -1,5 +1,6 @@
 """The Spark engine gives the release mondrian() gives on DuckDB (same rows, same labels), whatever the
-DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing."""
+DataFrame's partitioning. Skipped, saying why, where Java or pyspark is missing.
+Marked `spark`: the default run leaves them out, `pytest -m spark` runs them (README)."""
 import contextlib
 import duckdb
 import re
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 import duckdb_anon
 from tests.conftest import examples, multiset_differences, qi_sql, tied_frames
 from duckdb_anon.datasets import ADULT_QIS
+
+pytestmark = pytest.mark.spark
 
 if shutil.which("java") is None:
     pytest.skip("Spark tests skipped: no Java runtime on this machine (pyspark needs Java 17)", allow_module_level=True)

@@ -1,12 +1,15 @@
 """Spark runs with privacy models: no query of a run brings every row to one task, the release is
 mondrian()'s, and a run whose levels fail on the driver leaves no DuckDB connection open. A file of its
-own, so that it runs beside tests/mondrian/test_spark.py. Skipped, saying why, where Java or pyspark is missing."""
+own, so that it runs beside tests/mondrian/test_spark.py. Skipped, saying why, where Java or pyspark is missing.
+Marked `spark`: the default run leaves them out, `pytest -m spark` runs them (README)."""
 import shutil
 
 import duckdb
 import pytest
 
 import duckdb_anon
+
+pytestmark = pytest.mark.spark
 
 if shutil.which("java") is None:
     pytest.skip("Spark tests skipped: no Java runtime on this machine (pyspark needs Java 17)", allow_module_level=True)

@@ -74,8 +74,9 @@ class CheckedPlan(Plan):
     def candidates(self) -> str:
         """Over ``state``, ``span`` and ``hnode``: per partition that a cut could still leave with a good side: rows, budget, and per QI lo, hi,
         width; for a hierarchy's QI the depth of the node covering its leaves (nd<d>); the QI of its widest cut
-        (first: the widest QI whose keys differ, ties to the earliest; NULL when every QI's keys are equal)."""
+        (first: Plan._widest's; NULL when every QI's keys are equal)."""
         region = f", {self._each('min(rlo{d}) AS rlo{d}, max(rhi{d}) AS rhi{d}')}" if self.rule == "inherited" else ""
+        best, pick = self._widest()
         lcas, joins = [], []
         for d in self.models.hier:
             lcas.append(f"l{d} AS (SELECT g.part, arg_max(h.lo, h.depth) AS nlo, arg_max(h.hi, h.depth) AS nhi, "
@@ -90,20 +91,13 @@ class CheckedPlan(Plan):
                          FROM state WHERE part >= 0 GROUP BY part
                          HAVING sum(n) >= 2 * __p_k OR (max(budget) > 0 AND sum(n) > __p_k))
             {''.join(', ' + c for c in lcas)}
-            SELECT *, {self._first()} AS first
-            FROM (SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)})"""
+            SELECT *, CASE WHEN best >= 0 THEN {pick} END AS first
+            FROM (SELECT *, {best} AS best FROM (SELECT p.*, {widths}{depths} FROM grp p CROSS JOIN span s {' '.join(joins)}))"""
 
     def kept(self) -> tuple[str, str, str]:
         """Plan.kept()'s columns with the sensitive rank (s) and the budget a checked level reads."""
         carried, restored, piece = super().kept()
         return f"{carried}, s, budget", restored, piece
-
-    def _first(self) -> str:
-        """SQL over a candidate's lo, hi and w columns: the position of its widest QI whose keys differ."""
-        eligible = [f"CASE WHEN hi{d} > lo{d} THEN w{d} ELSE -1.0 END" for d in range(self.q)]
-        best = f"greatest({', '.join(eligible)})" if self.q > 1 else eligible[0]  # Spark's needs two
-        return ("CASE " + " ".join(f"WHEN {e} >= 0 AND {e} = {best} THEN {d}" for d, e in enumerate(eligible))
-                + " END")
 
     def first_judged(self) -> str:
         """Over ``state`` and ``cands``: each candidate's widest cut, judged as :meth:`_judged` says."""

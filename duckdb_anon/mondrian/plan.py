@@ -140,6 +140,15 @@ class Plan:
     def _eligible(self, d: int) -> str:
         return f"CASE WHEN hi{d} > lo{d} THEN w{d} ELSE -1.0 END"
 
+    def _widest(self) -> tuple[str, str]:
+        """Which QI a candidate cuts first: SQL over its lo, hi and w columns for the width of its widest QI
+        whose keys differ (-1 when none), and, over that width as column ``best``, that QI's position, ties
+        to the earliest."""
+        # Spark's greatest() needs two arguments or more
+        best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})" if self.q > 1 else self._eligible(0)
+        pick = "CASE " + " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q)) + " END"
+        return best, pick
+
     def _valid(self) -> str:
         return "cum >= __p_k AND rows - cum >= __p_k" if self.mode == "strict" else "rows // 2 >= __p_k"
 
@@ -186,11 +195,9 @@ class Plan:
         """Over ``state`` and ``cands``: each candidate's widest QI whose keys differ, its median, and whether
         the cut there is allowed: part, dim, split, nxt (the next key), cnt (rows at the split), cum (rows up
         to it), rows, valid; one row per candidate with a QI whose keys differ."""
-        # Spark's greatest() needs two arguments or more
-        best = f"greatest({', '.join(self._eligible(d) for d in range(self.q))})" if self.q > 1 else self._eligible(0)
-        pick = " ".join(f"WHEN {self._eligible(d)} = best THEN {d}" for d in range(self.q))
+        best, pick = self._widest()
         return (f"""
-            WITH tried AS (SELECT part, rows, unit, CASE {pick} END AS dim
+            WITH tried AS (SELECT part, rows, unit, {pick} AS dim
                            FROM (SELECT *, {best} AS best FROM cands) WHERE best >= 0),
             {self._medians('tried', 'tried_')}
             SELECT t.part, t.dim, m.split, m.nxt, m.cnt, m.cum, t.rows, {self._valid()} AS valid

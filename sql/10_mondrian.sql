@@ -64,9 +64,11 @@ grouped AS MATERIALIZED (  -- with a sensitive column, a cell also shares its se
            count(*) AS __anon_n, min(__anon_row) AS __anon_cell
     FROM anon_numbered(table_name, qis := qis, sensitive := sensitive) WHERE (SELECT list_bool_and(ok) FROM qi_types) GROUP BY ALL),
 hier AS (SELECT codes FROM anon_hierarchy_maps(fn, coalesce(hierarchy_sql, anon_no_hierarchies()))),
-appearance AS (  -- categorical_order 'appearance': per category QI (lower-case name) a MAP from each value (as
-                 -- text) to its code, the rank of the value's first cell, and the code of NULL: one grouping
-                 -- of (QI, value) pairs rather than two windows per QI over every cell.
+appearance AS (  -- categorical_order 'appearance': per category QI (lower-case name) a MAP from each value's
+                 -- hash to its code, the rank of the value's first cell, and the code of NULL: one grouping
+                 -- of (QI, value) pairs rather than two windows per QI over every cell. Keyed by hash(), which
+                 -- follows the column's collation as GROUP BY does (a value's text would not); two values of
+                 -- one QI sharing a hash make map_from_entries fail rather than share a code.
     SELECT map_from_entries(list({'key': qi, 'value': codes})) AS codes,
            map_from_entries(list({'key': qi, 'value': null_code})) AS null_codes
     FROM (SELECT qi, coalesce(map_from_entries(list({'key': v, 'value': code}) FILTER (WHERE v IS NOT NULL)), MAP {}) AS codes,
@@ -75,7 +77,8 @@ appearance AS (  -- categorical_order 'appearance': per category QI (lower-case 
                 FROM (SELECT qi, v, min(__anon_cell) AS first
                       FROM (SELECT __anon_cell, unnest(list_transform(struct_keys(struct_pack(*COLUMNS(qis))), lambda q: lower(q))) AS qi,
                                    unnest([*COLUMNS(qis)]) AS v
-                            FROM (SELECT __anon_cell, CASE WHEN anon_is_numeric(COLUMNS(qis)) THEN NULL ELSE COLUMNS(qis)::VARCHAR END
+                            FROM (SELECT __anon_cell, CASE WHEN anon_is_numeric(COLUMNS(qis)) OR COLUMNS(qis) IS NULL THEN NULL
+                                                           ELSE hash(COLUMNS(qis)) END
                                   FROM grouped WHERE categorical_order = 'appearance'))
                       GROUP BY qi, v))
           GROUP BY qi)),
@@ -95,7 +98,7 @@ SELECT __anon_cell, __anon_n, row(*COLUMNS(qis)) AS __anon_key, __anon_s,
                   WHEN categorical_order = 'value'
                   THEN dense_rank() OVER (ORDER BY CASE WHEN categorical_order = 'value' AND NOT anon_is_numeric(COLUMNS(qis))
                                                         THEN COLUMNS(qis) END NULLS LAST) - 1
-                  ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][COLUMNS(qis)::VARCHAR],
+                  ELSE coalesce(app.codes[lower(alias(COLUMNS(qis)))][hash(COLUMNS(qis))],
                                 app.null_codes[lower(alias(COLUMNS(qis)))])::DOUBLE END::DOUBLE}
 FROM grouped LEFT JOIN hier ON true LEFT JOIN appearance app ON true;
 

@@ -80,6 +80,21 @@ def _apply_declarations(con: duckdb.DuckDBPyConnection) -> None:
     digest_legacy_people(con)  # a catalog of an older version held raw persons
     apply_privacy_units(con)  # privacy_unit_rows()
     apply_policies(con)  # anonymized() (with no declarations it only explains)
+    # what they were compiled from, read after the apply (which records the declared columns' places)
+    digest = con.execute("SELECT anon_declarations_digest()").fetchall()[0][0]
+    con.execute(f"CREATE OR REPLACE MACRO anon_applied_declarations() AS '{digest}'")  # hex digits only
+
+
+def _refresh_declarations(con: duckdb.DuckDBPyConnection, recorded: bool) -> None:
+    """_apply_declarations, unless nothing they are compiled from changed since the last apply (`recorded`:
+    the database holds that apply's anon_declarations_digest, sql/70_roles.sql): compiling costs a few
+    tenths of a second at every connect, checking the digest a few milliseconds."""
+    from duckdb_anon.publishing import digest_legacy_people
+
+    if recorded and con.execute("SELECT anon_applied_declarations() = anon_declarations_digest()").fetchall()[0][0]:
+        digest_legacy_people(con)  # (a no-op once digested; cheap to ask)
+        return
+    _apply_declarations(con)
 
 
 @lru_cache(maxsize=1)
@@ -96,10 +111,17 @@ def install_stamp() -> str:
     return digest.hexdigest()[:32]
 
 
+def _macros_present(con: duckdb.DuckDBPyConnection, *names: str) -> set[str]:
+    """Which of the macros `names` the connection's database holds (one look: listing DuckDB's functions
+    costs tens of milliseconds whatever the filter)."""
+    return {row[0] for row in con.execute(
+        "SELECT DISTINCT function_name FROM duckdb_functions() WHERE database_name = current_database() "
+        "AND list_contains(?, function_name)", [list(names)]).fetchall()}
+
+
 def installed_stamp(con: duckdb.DuckDBPyConnection) -> str | None:
     """The install stamp of the connection's database, or None (no install, or one older than stamps)."""
-    found = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckdb_anon_install_stamp' "
-                        "AND database_name = current_database()").fetchall()[0][0]
+    found = _macros_present(con, "duckdb_anon_install_stamp")
     return con.execute("SELECT duckdb_anon_install_stamp()").fetchall()[0][0] if found else None
 
 
@@ -141,8 +163,11 @@ def install(con: duckdb.DuckDBPyConnection, *, reuse: bool = False) -> duckdb.Du
     with _lock_for(path):
         udfs.register_functions(con)  # before the SQL: macros that call a UDF can only be created once it exists
         if not readonly:
-            current = reuse and installed_stamp(con) == install_stamp() and installed_version(con) == __version__
-            _write_in_transaction(con, _apply_declarations if current else _write_macros)
+            present = _macros_present(con, "duckdb_anon_install_stamp", "duckdb_anon_version", "anon_applied_declarations")
+            current = reuse and {"duckdb_anon_install_stamp", "duckdb_anon_version"} <= present and \
+                con.execute("SELECT duckdb_anon_install_stamp(), duckdb_anon_version()").fetchall()[0] == (install_stamp(), __version__)
+            recorded = "anon_applied_declarations" in present
+            _write_in_transaction(con, (lambda c: _refresh_declarations(c, recorded)) if current else _write_macros)
         elif (found := installed_version(con)) != __version__:
             raise duckdb.InvalidInputException(
                 f"install(): argument 'con' is a read-only connection to a database holding "
@@ -154,9 +179,7 @@ def install(con: duckdb.DuckDBPyConnection, *, reuse: bool = False) -> duckdb.Du
 def installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
     """The duckdb-anon version installed in the connection's database, or None."""
     # fetchall(): read every result to its end, so no pending result blocks a later install()
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckdb_anon_version'"
-    ).fetchall()[0][0]
+    found = _macros_present(con, "duckdb_anon_version")
     return con.execute("SELECT duckdb_anon_version()").fetchall()[0][0] if found else None
 
 
@@ -169,11 +192,13 @@ def _just_created(database: str) -> bool:
         return False
 
 
-def _in_memory(con: duckdb.DuckDBPyConnection) -> bool:
-    """Is the connection's database a new in-memory one (nothing in it yet)?"""
-    return con.execute("SELECT path IS NULL AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = "
-                       "current_database()) = 0 FROM duckdb_databases() WHERE database_name = current_database()"
-                       ).fetchall()[0][0]
+def _empty(con: duckdb.DuckDBPyConnection) -> bool:
+    """Is the connection's database new, in memory or a file, and writable: no table, view or macro in it?"""
+    return con.execute(
+        "SELECT NOT readonly AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()) = 0 "
+        "AND (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND NOT internal) = 0 "
+        "AND (SELECT count(*) FROM duckdb_functions() WHERE database_name = current_database() AND NOT internal) = 0 "
+        "FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
 
 
 def _template_folder() -> Path:
@@ -219,21 +244,28 @@ def _remove(path: Path) -> None:
 
 
 def _copy_template(con: duckdb.DuckDBPyConnection) -> bool:
-    """Fill a new in-memory database from the install template (about a tenth of an install's cost);
-    False when there is no template to copy (the caller installs)."""
+    """Fill a new database, in memory or a file, from the install template (about a tenth of an install's
+    cost); False when there is no template to copy, or the database is not new (the caller installs).
+    Behind the file's lock, as install() is: threads of one process may create one file at once."""
+    if not _empty(con):
+        return False
     path = _template()
     if path is None:
         return False
-    udfs.register_functions(con)  # before the macros that call them
-    database = con.execute("SELECT current_database()").fetchall()[0][0]
-    try:
-        con.execute("ATTACH ? AS __anon_template (READ_ONLY)", [str(path)])
-    except duckdb.Error:  # removed meanwhile (a newer version's template replaced it)
-        return False
-    try:
-        con.execute(f'COPY FROM DATABASE __anon_template TO "{database.replace(chr(34), chr(34) * 2)}"')
-    finally:
-        con.execute("DETACH __anon_template")
+    file, _ = _database(con)
+    with _lock_for(file):
+        if not _empty(con):  # another thread filled it meanwhile
+            return False
+        udfs.register_functions(con)  # before the macros that call them
+        database = con.execute("SELECT current_database()").fetchall()[0][0]
+        try:
+            con.execute("ATTACH ? AS __anon_template (READ_ONLY)", [str(path)])
+        except duckdb.Error:  # removed meanwhile (a newer version's template replaced it)
+            return False
+        try:
+            con.execute(f'COPY FROM DATABASE __anon_template TO "{database.replace(chr(34), chr(34) * 2)}"')
+        finally:
+            con.execute("DETACH __anon_template")
     return True
 
 
@@ -266,7 +298,7 @@ def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
                     f"process; retry ({str(err).splitlines()[0]})") from None
             time.sleep(0.05 * 2 ** attempt)
     try:
-        if not (_in_memory(con) and _copy_template(con)):
+        if not _copy_template(con):
             install(con, reuse=True)
         from duckdb_anon.publishing import load_catalog_key
         load_catalog_key(con)  # the catalog key beside the file, if there is one, for the SQL that reads the people

@@ -280,18 +280,30 @@ rel AS MATERIALIZED (  -- each released value parsed once per distinct (QI, labe
 scale AS (  -- per numeric QI: 1 / the range the release covers (1 when it is a point)
     SELECT qi, CASE WHEN max(b.hi) > min(b.lo) THEN 1.0 / (max(b.hi) - min(b.lo)) ELSE 1.0 END AS inv
     FROM rel GROUP BY qi),
-distances AS (
-    SELECT a.__anon_id AS person, r.__anon_id AS record,
-           sum(pow(anon_label_gap(r.b, a.t, a.x, a.kind) * CASE WHEN a.kind = 'category' THEN 1.0 ELSE s.inv END, 2)) AS dist
-    FROM aux a JOIN rel r USING (qi) JOIN scale s USING (qi)
-    GROUP BY a.__anon_person, a.__anon_id, r.__anon_id),
-ranks AS (
-    SELECT person, record, rank() OVER (PARTITION BY person ORDER BY dist) AS place,
-           count(*) OVER (PARTITION BY person, dist) AS tied
-    FROM distances),
+labels AS (  -- the distinct released labels, numbered (lid) from 1, with the weight of a gap to one
+    SELECT l.qi, l.b, row_number() OVER (ORDER BY l.qi, l.b::VARCHAR) AS lid, s.inv
+    FROM (SELECT DISTINCT qi, b FROM rel) l JOIN scale s USING (qi)),
+known AS (  -- per known row (__anon_person): its weighted squared gap to every label, at index lid: the
+            -- gaps are computed once per label, not once per released record
+    SELECT a.__anon_person, any_value(a.__anon_id) AS person,
+           list(pow(anon_label_gap(l.b, a.t, a.x, a.kind) * CASE WHEN a.kind = 'category' THEN 1.0 ELSE l.inv END, 2)
+                ORDER BY l.lid) AS gaps
+    FROM aux a JOIN labels l USING (qi) GROUP BY a.__anon_person),
+records AS (  -- per released id: the labels of its rows (every QI of every row with that id)
+    SELECT r.__anon_id AS record, list(l.lid) AS lids
+    FROM rel r JOIN labels l ON l.qi = r.qi AND l.b IS NOT DISTINCT FROM r.b GROUP BY r.__anon_id),
+distances AS MATERIALIZED (  -- per known row and released id: the gaps of the id's labels summed
+    SELECT k.person, r.record, list_sum(list_select(k.gaps, r.lids)) AS dist FROM known k, records r),
+own AS (  -- each known row whose own record is released, with that record's distance
+    SELECT row_number() OVER () AS i, person, dist FROM distances WHERE person = record),
+ranks AS (  -- the own record's rank among every record at the person's distances (rank() with NULLs last,
+            -- counted rather than sorted): 1 + the records strictly nearer, and the records tied with it
+    SELECT 1 + count(*) FILTER (WHERE d.dist < o.dist OR (o.dist IS NULL AND d.dist IS NOT NULL)) AS place,
+           count(*) FILTER (WHERE d.dist IS NOT DISTINCT FROM o.dist) AS tied
+    FROM own o JOIN distances d ON d.person = o.person GROUP BY o.i),
 summary AS (
     SELECT count(*) AS people,
            avg(CASE WHEN place = 1 THEN 1.0 / tied ELSE 0 END) AS linked_to_own_record,
            avg(place) AS mean_rank
-    FROM ranks WHERE person = record)
+    FROM ranks)
 SELECT summary.* FROM args, summary, checks WHERE checks.ok;

@@ -285,6 +285,24 @@ CREATE OR REPLACE MACRO anon_compile_policies() AS (
            || 'anon_column_roles and anon_policies, then run duckdb_anon.apply_policies(con)'') END)'
     FROM (SELECT table_name AS tn FROM anon_policies UNION SELECT table_name FROM anon_column_roles));
 
+-- A digest of everything the applied declarations are compiled from (anon_compile_policies here,
+-- anon_compile_privacy_units in 80_privacy_units.sql): the rows of the declaration tables, the columns of the
+-- current database's tables and of temporary tables (place, name, type), the current schema, and which fake
+-- value pools exist (masking checks them). A new input to either compile belongs here too. (Not the
+-- database's name, which a copied file changes: a declaration naming 'db.schema.t' compiled under another
+-- name still runs its read-time guards, like any compiled branch.) install(reuse := true), as connect() and
+-- the dbt plugin call it, compiles again only when the digest differs from the one recorded at the last
+-- apply (anon_applied_declarations()).
+CREATE OR REPLACE MACRO anon_declarations_digest() AS md5(concat_ws(chr(30), current_schema(),
+    (SELECT string_agg(r::VARCHAR, chr(10) ORDER BY r::VARCHAR) FROM anon_column_roles r),
+    (SELECT string_agg(p::VARCHAR, chr(10) ORDER BY p::VARCHAR) FROM anon_policies p),
+    (SELECT string_agg(u::VARCHAR, chr(10) ORDER BY u::VARCHAR) FROM anon_privacy_units u),
+    (SELECT string_agg(concat_ws('|', pool_locale, pool_kind, len(pool)), chr(10) ORDER BY pool_locale, pool_kind)
+     FROM anon_fake_values),
+    (SELECT string_agg(concat_ws('|', database_name = 'temp', schema_name, table_name, column_index, column_name, data_type), chr(10)
+                       ORDER BY database_name = 'temp', schema_name, table_name, column_index)
+     FROM duckdb_columns() WHERE database_name IN (current_database(), 'temp'))));
+
 -- The tables whose anonymized() branch refuses to run, and why: what apply_policies() reports.
 CREATE OR REPLACE MACRO anon_policy_problems() AS TABLE
 SELECT table_name, replace(regexp_extract(compiled, '(?s)^SELECT error\(''(.*)''\)$', 1), '''''', '''') AS problem  -- (?s): names may hold line breaks

@@ -2,6 +2,7 @@
 import re
 
 import duckdb
+import pytest
 
 import duckdb_anon
 
@@ -412,3 +413,50 @@ def test_connect_over_this_exact_install_writes_only_the_declarations(tmp_path):
     assert con.execute("SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'anon_is_qi'").fetchall() != [("false",)]
     assert _install.installed_stamp(con) == _install.install_stamp()
     con.close()
+
+
+def test_connect_compiles_the_declarations_again_only_when_what_they_are_made_from_changed(tmp_path):
+    """connect() over this exact install compiles anonymized() again when a declaration, a declared table's
+    columns or the privacy units changed since the last apply (a plain client may change any of them), and
+    leaves it as it is otherwise: a marker written into anonymized() by a plain client survives a connect
+    with nothing changed, and is gone after each kind of change."""
+    path = str(tmp_path / "db.duckdb")
+    duckdb_anon.connect(path).close()
+    marker = "CREATE OR REPLACE MACRO anonymized(table_name) AS TABLE SELECT 'marker' AS m"
+
+    def plain(*statements):
+        con = duckdb.connect(path)
+        for statement in statements:
+            con.execute(statement)
+        con.close()
+
+    def compiled_again() -> bool:
+        con = duckdb_anon.connect(path)
+        try:
+            return "marker" not in con.execute("SELECT macro_definition FROM duckdb_functions() "
+                                               "WHERE function_name = 'anonymized'").fetchall()[0][0]
+        finally:
+            con.close()
+
+    plain("CREATE TABLE p AS SELECT range AS id, range % 40 AS age FROM range(100)", marker)
+    assert compiled_again()  # a new table
+    plain(marker)
+    assert not compiled_again()
+    plain("INSERT INTO anon_column_roles (table_name, column_name, role) VALUES ('p', 'id', 'identifier'), "
+          "('p', 'age', 'quasi_identifier')", "INSERT INTO anon_policies (table_name, k) VALUES ('p', 10)", marker)
+    assert compiled_again()
+    con = duckdb_anon.connect(path)
+    assert con.execute("SELECT count(*), count(DISTINCT age) FROM anonymized('p')").fetchall()[0][0] == 100
+    con.close()
+    plain(marker)
+    assert not compiled_again()
+    plain("UPDATE anon_policies SET k = 20", marker)
+    assert compiled_again()
+    plain("ALTER TABLE p ADD COLUMN note VARCHAR", marker)
+    assert compiled_again()
+    con = duckdb_anon.connect(path)
+    with pytest.raises(duckdb.Error, match="no declared role: note"):
+        con.execute("SELECT * FROM anonymized('p')").fetchall()
+    con.close()
+    plain("INSERT INTO anon_privacy_units (table_name, unit_column) VALUES ('p', 'id')", marker)
+    assert compiled_again()

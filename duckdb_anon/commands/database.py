@@ -51,10 +51,12 @@ def print_published(name: str, database: str, row: dict) -> None:
 def install_into(args: argparse.Namespace) -> int:
     """Install or upgrade the functions in a database file and apply its declared roles and policies, so
     plain SQL users who INSERT declarations get an up-to-date anonymized()."""
+    new = args.database == ":memory:" or not Path(args.database).exists()
     con = open_database("DATABASE", args.database, create=args.create,
                         hint=" (add --create to make a new database file)")
     try:
-        install(con)  # every macro written again, even over this exact install
+        if not new:  # a new file holds this exact install already (connect() copies it)
+            install(con)  # every macro written again, even over this exact install
         tables = con.execute("SELECT count(DISTINCT table_name) FROM anon_policies").fetchall()[0][0]
         print(f"duckdb-anon {installed_version(con)} installed in {args.database}; policies applied for {tables} table(s)")
         return 0

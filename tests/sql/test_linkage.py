@@ -390,3 +390,40 @@ def test_linkage_nearest_matches_categories_exactly(con):
     row = con.execute("SELECT * FROM linkage_nearest('rel', 'known', ['x', 'c'], 'id')").fetchone()
     assert row[0] == len(people)
     assert row[1] == pytest.approx(np.mean(shares)) and row[2] == pytest.approx(np.mean(places))
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 8)), st.sampled_from(["red", "blue", None])), min_size=1, max_size=30),
+       st.lists(st.tuples(st.one_of(st.none(), st.integers(-2, 10)), st.sampled_from(["red", "blue", "green", None])),
+                min_size=1, max_size=30))
+def test_linkage_nearest_matches_numpy_with_ties_and_nulls(con, released, known):
+    """Many ties (small integers; the release spans 0..8, so every distance is an exact binary fraction and
+    ties are exact), NULL numbers and categories on both sides, people absent from the release: places and
+    shares recomputed with numpy over every (person, record) pair."""
+    release = pd.DataFrame([(0, None), (8, None), *released], columns=["x", "c"])
+    release.insert(0, "id", range(len(release)))
+    people = pd.DataFrame(known, columns=["x", "c"])
+    people.insert(0, "id", range(0, 2 * len(people), 2))  # odd ids and ids past the release are absent from it
+    con.execute("CREATE OR REPLACE TABLE rel (id INTEGER, x INTEGER, c VARCHAR)")
+    con.execute("CREATE OR REPLACE TABLE known (id INTEGER, x INTEGER, c VARCHAR)")
+    con.executemany("INSERT INTO rel VALUES (?, ?, ?)", release.astype(object).where(release.notna(), None).values.tolist())
+    con.executemany("INSERT INTO known VALUES (?, ?, ?)", people.astype(object).where(people.notna(), None).values.tolist())
+
+    def gap_x(v, x):  # a released number covers only itself; else the gap over the span (8), a NULL on one
+        if pd.isna(x) and pd.isna(v):  # side one unit (scaled like any gap of a number)
+            return 0.0
+        return abs(v - x) / 8 if not (pd.isna(v) or pd.isna(x)) else 1 / 8
+
+    def gap_c(v, c):
+        return 0.0 if (pd.isna(v) and pd.isna(c)) or v == c else 1.0
+
+    places, shares = [], []
+    for _, person in people[people["id"].isin(release["id"])].iterrows():
+        dist = np.array([gap_x(r.x, person["x"]) ** 2 + gap_c(r.c, person["c"]) ** 2 for r in release.itertuples()])
+        own = dist[(release["id"] == person["id"]).values][0]
+        places.append(1 + (dist < own).sum())
+        shares.append(1 / (dist == own).sum() if (dist < own).sum() == 0 else 0.0)
+    row = con.execute("SELECT * FROM linkage_nearest('rel', 'known', ['x', 'c'], 'id')").fetchone()
+    assert row[0] == len(places)
+    if places:
+        assert row[1] == pytest.approx(np.mean(shares)) and row[2] == pytest.approx(np.mean(places))

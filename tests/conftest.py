@@ -74,17 +74,14 @@ def adult_con(installed_template):
     connection.close()
 
 
-def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
-    """`duckdb-anon ARGS` run by the CLI's main() in this process, returned as a child run with
-    `subprocess.run(..., capture_output=True, text=True)` returns it: the exit code (argparse's SystemExit
-    and an uncaught exception's traceback with code 1 included), and everything written to the standard
-    output and error, read from the file descriptors (DuckDB writes its tables there itself), with newlines
-    translated. `env` replaces os.environ for the run, as it replaces a child's environment. For tests of a
-    command's arguments, output and exit code; what needs a process of its own (locks, signals, imports,
-    the interpreter's exit) runs in a subprocess."""
-    from duckdb_anon.cli import main
-
-    streams, saved_environ = (sys.stdout, sys.stderr), dict(os.environ)
+def in_process(command: list[str], call, env=None, cwd=None) -> subprocess.CompletedProcess:
+    """`call()` run in this process as a child process `command` would run, returned as
+    `subprocess.run(..., capture_output=True, text=True)` returns a child's run: its exit code (what it
+    returns; argparse's SystemExit and an uncaught exception's traceback with code 1 included), and
+    everything written to the standard output and error, read from the file descriptors (DuckDB writes its
+    tables there itself), with newlines translated. `env` replaces os.environ for the run and `cwd` is the
+    working directory during it, as for a child."""
+    streams, saved_environ, saved_cwd = (sys.stdout, sys.stderr), dict(os.environ), os.getcwd()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         for stream in streams:
             stream.flush()
@@ -98,8 +95,10 @@ def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
             if env is not None:
                 os.environ.clear()
                 os.environ.update(env)
+            if cwd is not None:
+                os.chdir(cwd)
             try:
-                code = main([str(arg) for arg in args])
+                code = call()
             except SystemExit as exit:
                 code = exit.code
                 if code is not None and not isinstance(code, int):
@@ -109,6 +108,7 @@ def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
                 traceback.print_exc(file=sys.stderr)
                 code = 1
         finally:
+            os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_environ)
             sys.stdout.flush()
@@ -122,7 +122,16 @@ def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
         for file in (out, err):
             file.seek(0)
             texts.append(io.TextIOWrapper(io.BytesIO(file.read()), encoding="utf-8", errors="replace").read())
-    return subprocess.CompletedProcess(["duckdb-anon", *map(str, args)], 0 if code is None else code, *texts)
+    return subprocess.CompletedProcess(command, 0 if code is None else code, *texts)
+
+
+def cli_in_process(*args, env=None) -> subprocess.CompletedProcess:
+    """`duckdb-anon ARGS` run by the CLI's main() in this process (in_process): for tests of a command's
+    arguments, output and exit code; what needs a process of its own (locks, signals, imports, the
+    interpreter's exit) runs in a subprocess."""
+    from duckdb_anon.cli import main
+
+    return in_process(["duckdb-anon", *map(str, args)], lambda: main([str(arg) for arg in args]), env=env)
 
 
 def qi_sql(qis):

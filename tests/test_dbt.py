@@ -2,8 +2,8 @@
 dbt-duckdb plugin duckdb_anon.dbt and the shipped dbt package, then the results read back with plain
 duckdb and checked by independent GROUP BY queries.
 
-dbt runs in subprocesses (the venv's own `dbt`), offline: usage statistics are off by environment, flag
-and project setting, and the only package is a local one. Every run works in a temporary copy, so nothing
+dbt runs in this process through its programmatic entry point (dbtRunner), offline: usage statistics are
+off by environment, flag and project setting, and the only package is a local one. Every run works in a temporary copy, so nothing
 dbt generates (target/, dbt_packages/, logs/, the .duckdb file) lands in the repository.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is not installed (
 
 import duckdb_anon  # noqa: E402
 from duckdb_anon.dbt import package_path  # noqa: E402
+from tests.conftest import in_process  # noqa: E402
 from tests.independent import scoreboard_shares  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt"
@@ -33,17 +34,29 @@ DATABASE = "example.duckdb"  # profiles.yml's path
 GENERATED = ("target", "dbt_packages", "logs", "*.duckdb", "*.wal", "package-lock.yml", "__pycache__")
 
 
-def dbt_command() -> list[str]:
-    """The dbt next to this interpreter (the venv's), else dbt's CLI entry point run by this interpreter."""
-    found = shutil.which("dbt", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-c", "import sys; from dbt.cli.main import cli; sys.exit(cli())"]
-
-
 def run_dbt(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """`dbt ARGS` on `project`, run by dbt's own programmatic entry point (dbtRunner) in this process, as
+    the `dbt` command runs it: its exit code (0, 1 when a model or test failed, 2 when dbt stopped on an
+    error) and output. (A child process per run spent most of each run starting dbt.)"""
+    from dbt.cli.main import dbtRunner
+
+    argv = [*args, "--project-dir", str(project), "--profiles-dir", str(project), "--no-send-anonymous-usage-stats",
+            "--no-use-colors"]
+
+    def invoke() -> int:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+        try:
+            result = dbtRunner().invoke(argv)
+        finally:  # dbt-duckdb keeps the database open for the process's next run; a `dbt` process would end
+            DuckDBConnectionManager.close_all_connections()
+        if result.exception is not None:
+            print(f"{type(result.exception).__name__}: {result.exception}", file=sys.stderr)
+            return 2
+        return 0 if result.success else 1
+
     env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
-    return subprocess.run([*dbt_command(), *args, "--project-dir", str(project), "--profiles-dir", str(project),
-                           "--no-send-anonymous-usage-stats", "--no-use-colors"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    return in_process(["dbt", *argv], invoke, env=env, cwd=project)
 
 
 def copy_example(dest: Path) -> Path:

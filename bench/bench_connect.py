@@ -1,6 +1,7 @@
 """What opening a database costs: a fresh process's wall time for plain DuckDB and for duckdb-anon's
-connect(), in memory and over a database file that holds the install, and for `duckdb-anon sql FILE
-"SELECT 1"`, for this checkout and others side by side (run from the project root):
+connect(), in memory, over a database file that holds the install and on a new file, and for
+`duckdb-anon sql FILE "SELECT 1"` and `duckdb-anon install --create NEW`, for this checkout and others side
+by side (run from the project root):
 
     python bench/bench_connect.py --code before=/path/to/other/checkout --code after=.
 
@@ -25,12 +26,16 @@ COMMANDS = {
     "python: import duckdb_anon; connect(FILE)": ["-c", "import duckdb_anon, sys; duckdb_anon.connect(sys.argv[1]).close()",
                                                   "{file}"],
     'duckdb-anon sql FILE "SELECT 1"': ["-m", "duckdb_anon.cli", "sql", "{file}", "SELECT 1"],
+    "python: import duckdb_anon; connect(NEW FILE)": ["-c", "import duckdb_anon, sys; duckdb_anon.connect(sys.argv[1]).close()",
+                                                      "{new}"],
+    "duckdb-anon install --create NEW": ["-m", "duckdb_anon.cli", "install", "--create", "{new}"],
 }
 
 
 def run(code: Path, arguments: list[str], file: Path, cache: Path) -> float:
+    new = file.with_name(f"new-{time.time_ns()}.duckdb")  # a file that does not exist yet
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, *[a.format(file=file) for a in arguments]], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, *[a.format(file=file, new=new) for a in arguments]], capture_output=True, text=True,
                           cwd="/", env={**os.environ, "PYTHONPATH": str(code), "DUCKDB_ANON_CACHE": str(cache)})
     wall = time.perf_counter() - started
     if done.returncode:

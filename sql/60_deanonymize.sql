@@ -280,15 +280,19 @@ rel AS MATERIALIZED (  -- each released value parsed once per distinct (QI, labe
 scale AS (  -- per numeric QI: 1 / the range the release covers (1 when it is a point)
     SELECT qi, CASE WHEN max(b.hi) > min(b.lo) THEN 1.0 / (max(b.hi) - min(b.lo)) ELSE 1.0 END AS inv
     FROM rel GROUP BY qi),
-labels AS (  -- the distinct released labels, numbered (lid) from 1, with the weight of a gap to one
-    SELECT l.qi, l.b, row_number() OVER (ORDER BY l.qi, l.b::VARCHAR) AS lid, s.inv
-    FROM (SELECT DISTINCT qi, b FROM rel) l JOIN scale s USING (qi)),
-known AS (  -- per known row (__anon_person): its weighted squared gap to every label, at index lid: the
-            -- gaps are computed once per label, not once per released record
-    SELECT a.__anon_person, any_value(a.__anon_id) AS person,
-           list(pow(anon_label_gap(l.b, a.t, a.x, a.kind) * CASE WHEN a.kind = 'category' THEN 1.0 ELSE l.inv END, 2)
-                ORDER BY l.lid) AS gaps
-    FROM aux a JOIN labels l USING (qi) GROUP BY a.__anon_person),
+positions AS (SELECT qi, inv, row_number() OVER (ORDER BY qi) AS p FROM scale),  -- each QI's place p
+labels AS (  -- the distinct released labels, numbered (lid) from 1, with their QI's place and the weight of a gap
+    SELECT l.qi, l.b, row_number() OVER (ORDER BY l.qi, l.b::VARCHAR) AS lid, q.p, q.inv
+    FROM (SELECT DISTINCT qi, b FROM rel) l JOIN positions q USING (qi)),
+every_label AS (SELECT list({'p': p, 'b': b, 'inv': inv} ORDER BY lid) AS labels FROM labels),
+known AS (  -- per known row (__anon_person): its weighted squared gap to every label, at index lid, computed
+            -- once per label rather than once per released record; a lambda over the one list of labels, not
+            -- an ordered list() of the gaps per person, which sorts every gap (docs/performance.md)
+    SELECT w.__anon_person, w.person,
+           list_transform(e.labels, lambda l: pow(anon_label_gap(l.b, w.vals[l.p].t, w.vals[l.p].x, w.vals[l.p].kind)
+                                                  * CASE WHEN w.vals[l.p].kind = 'category' THEN 1.0 ELSE l.inv END, 2)) AS gaps
+    FROM (SELECT a.__anon_person, any_value(a.__anon_id) AS person, list({'t': a.t, 'x': a.x, 'kind': a.kind} ORDER BY q.p) AS vals
+          FROM aux a JOIN positions q USING (qi) GROUP BY a.__anon_person) w, every_label e),
 records AS (  -- per released id: the labels of its rows (every QI of every row with that id)
     SELECT r.__anon_id AS record, list(l.lid) AS lids
     FROM rel r JOIN labels l ON l.qi = r.qi AND l.b IS NOT DISTINCT FROM r.b GROUP BY r.__anon_id),

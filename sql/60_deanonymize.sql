@@ -293,8 +293,9 @@ known AS (  -- per known row (__anon_person): its weighted squared gap to every 
                                                   * CASE WHEN w.vals[l.p].kind = 'category' THEN 1.0 ELSE l.inv END, 2)) AS gaps
     FROM (SELECT a.__anon_person, any_value(a.__anon_id) AS person, list({'t': a.t, 'x': a.x, 'kind': a.kind} ORDER BY q.p) AS vals
           FROM aux a JOIN positions q USING (qi) GROUP BY a.__anon_person) w, every_label e),
-records AS (  -- per released id: the labels of its rows (every QI of every row with that id)
-    SELECT r.__anon_id AS record, list(l.lid) AS lids
+records AS (  -- per released id: the labels of its rows (every QI of every row with that id), in one order, so
+              -- that equal sets of labels sum to equal distances whatever the threads (ties are exact)
+    SELECT r.__anon_id AS record, list(l.lid ORDER BY l.lid) AS lids
     FROM rel r JOIN labels l ON l.qi = r.qi AND l.b IS NOT DISTINCT FROM r.b GROUP BY r.__anon_id),
 distances AS MATERIALIZED (  -- per known row and released id: the gaps of the id's labels summed
     SELECT k.person, r.record, list_sum(list_select(k.gaps, r.lids)) AS dist FROM known k, records r),

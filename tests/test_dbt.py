@@ -3,8 +3,9 @@ dbt-duckdb plugin duckdb_anon.dbt and the shipped dbt package, then the results 
 duckdb and checked by independent GROUP BY queries.
 
 dbt runs in this process through its programmatic entry point (dbtRunner), offline: usage statistics are
-off by environment, flag and project setting, and the only package is a local one. Every run works in a temporary copy, so nothing
-dbt generates (target/, dbt_packages/, logs/, the .duckdb file) lands in the repository.
+off by environment, flag and project setting, and the only package is a local one. Every run works in a
+temporary copy, so nothing dbt generates (target/, dbt_packages/, logs/, the .duckdb file) lands in the
+repository.
 """
 from __future__ import annotations
 

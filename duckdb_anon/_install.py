@@ -247,18 +247,20 @@ def _remove(path: Path) -> None:
         pass
 
 
-def _copy_template(con: duckdb.DuckDBPyConnection) -> bool:
+def _copy_template(con: duckdb.DuckDBPyConnection, new: bool = False) -> bool:
     """Fill a new database, in memory or a file, from the install template (about a tenth of an install's
     cost); False when there is no template to copy, or the database is not new (the caller installs).
+    `new`: the caller just opened the database as a private in-memory one, so it is known to be empty (looking
+    costs two listings of DuckDB's functions, most of the rest of the copy's time).
     Behind the file's lock, as install() is: threads of one process may create one file at once."""
-    if not _empty(con):
+    if not new and not _empty(con):
         return False
     path = _template()
     if path is None:
         return False
-    file, _ = _database(con)
+    file = None if new else _database(con)[0]
     with _lock_for(file):
-        if not _empty(con):  # another thread filled it meanwhile
+        if not new and not _empty(con):  # another thread filled it meanwhile
             return False
         udfs.register_functions(con)  # before the macros that call them
         database = con.execute("SELECT current_database()").fetchall()[0][0]
@@ -302,7 +304,9 @@ def connect(database: str = ":memory:", **config) -> duckdb.DuckDBPyConnection:
                     f"process; retry ({str(err).splitlines()[0]})") from None
             time.sleep(0.05 * 2 ** attempt)
     try:
-        if not _copy_template(con):
+        # an unnamed in-memory database is new and private to this connection (a named one, ':memory:name',
+        # may be shared)
+        if not _copy_template(con, new=database in (":memory:", "")):
             install(con, reuse=True)
         from duckdb_anon.publishing import load_catalog_key
         load_catalog_key(con)  # the catalog key beside the file, if there is one, for the SQL that reads the people

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import strategies as st
 
 import duckdb_anon
-from duckdb_anon import udfs
 from duckdb_anon.datasets import ADULT_QIS
 
 SHARED = Path(os.environ.get("SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -29,9 +28,8 @@ def examples(stated: int) -> int:
 
 @pytest.fixture(scope="session")
 def installed_template(tmp_path_factory):
-    """A database file holding every macro, installed once per test process: a test's fresh connection
-    copies it (COPY FROM DATABASE, about a tenth of an install's cost) instead of installing again.
-    tests/test_install.py tests install() itself."""
+    """A database file holding every macro, installed once per test process, for tests that need an
+    installed database file to copy. tests/test_install.py tests install() itself."""
     path = tmp_path_factory.mktemp("installed") / "template.duckdb"
     connection = duckdb_anon.connect(str(path))
     connection.execute("CHECKPOINT")
@@ -39,36 +37,28 @@ def installed_template(tmp_path_factory):
     return path
 
 
-def installed_copy(template) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory database with duckdb-anon installed, copied from `template`."""
-    connection = duckdb.connect()
-    udfs.register_functions(connection)  # before the macros that call them
-    connection.execute("ATTACH ? AS __installed_template (READ_ONLY)", [str(template)])
-    connection.execute("COPY FROM DATABASE __installed_template TO memory")
-    connection.execute("DETACH __installed_template")
-    return connection
-
-
 @pytest.fixture
-def con(installed_template):
-    connection = installed_copy(installed_template)
+def con():
+    """A fresh in-memory database with duckdb-anon installed: duckdb_anon.connect(), which copies the
+    install from its template."""
+    connection = duckdb_anon.connect()
     yield connection
     connection.close()
 
 
 @pytest.fixture(scope="module")
-def module_con(installed_template):
+def module_con():
     """One connection for a module's tests that only read what a module fixture puts on it (rows of bad
     input, say)."""
-    connection = installed_copy(installed_template)
+    connection = duckdb_anon.connect()
     yield connection
     connection.close()
 
 
 @pytest.fixture(scope="session")
-def adult_con(installed_template):
+def adult_con():
     """One connection holding the shipped Adult data as table `adult` (read-only use)."""
-    connection = installed_copy(installed_template)
+    connection = duckdb_anon.connect()
     duckdb_anon.load_adult(connection, "adult")
     yield connection
     connection.close()

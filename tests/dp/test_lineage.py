@@ -13,14 +13,14 @@ import duckdb_anon
 from duckdb_anon import relations
 from duckdb_anon.cli import main
 from duckdb_anon.roles import DeclarationError
-from tests.conftest import examples, installed_copy
+from tests.conftest import examples
 
 DP = "epsilon := 1, delta := 0, max_groups_contributed := 1, public_groups := 'items'"
 
 
 @pytest.fixture(scope="module")
-def people(installed_template):
-    con = installed_copy(installed_template)
+def people():
+    con = duckdb_anon.connect()
     con.execute("CREATE TABLE ratings AS SELECT i % 40 AS record_id, i % 3 AS item, 1 + i % 5 AS value FROM range(120) t(i)")
     con.execute("CREATE TABLE items AS SELECT range AS item FROM range(3)")  # public: written, not read from ratings
     con.execute("CREATE TABLE raw AS FROM ratings")  # no privacy unit declared

@@ -28,6 +28,60 @@ draws AS (
     FROM u, range(n) AS r(j))
 SELECT DISTINCT ON (record_id, item) record_id, item, value, ts FROM draws ORDER BY record_id, item, ts;
 
+-- A number in [0, 1) drawn from the hash h (a UBIGINT): the seeded generators' uniform draw. h is hashed
+-- again: hash() of several values combines their hashes so simply that two draws differing only in a tag,
+-- hash(seed, id, 'a') and hash(seed, id, 'b'), correlate (0.62 measured); hashing again makes them independent.
+CREATE OR REPLACE MACRO anon_unit(h) AS hash(h)::DOUBLE / 18446744073709551616.0;
+
+-- Ratings shaped like the public MovieLens 100K set (943 people, 100,000 ratings), in the
+-- long form of synthetic_ratings (record_id, item, value, ts), deterministic from seed:
+--   activity   20 + a log-normal number of ratings a person (median 65, mean about 85), at most 44 % of
+--              the items and at most 2,000;
+--   items      distinct within a record, drawn by Zipf-Mandelbrot popularity (density ~ (rank + 60)^-1.6:
+--              low ids popular, a long tail of items few people rate);
+--   ratings    1..5, skewed: 6, 11, 27, 34 and 21 %;
+--   dates      214 days from 1997-09-20, in bursts: a person rates in 1 + ln(ratings) sessions, most
+--              ratings in the first, the later ones days to weeks apart.
+-- Items are drawn with replacement and repeats dropped, from enough draws that a record comes out at its
+-- drawn size but for the heaviest raters of small item sets.
+CREATE OR REPLACE MACRO realistic_ratings(users, items := 1682, seed := 0) AS TABLE
+WITH
+people AS (
+    SELECT range AS record_id,
+           greatest(1, least(floor(0.44 * try_cast(items AS BIGINT)), 2000,
+                             20 + floor(45 * exp(0.9 * sqrt(-2 * ln(greatest(anon_unit(hash(seed, range, 'z1')), 1e-12)))
+                                                     * cos(2 * pi() * anon_unit(hash(seed, range, 'z2')))))))::BIGINT AS n,
+           floor(214 * anon_unit(hash(seed, range, 'first')))::INTEGER AS first_day
+    FROM range(anon_after(anon_number_ok('realistic_ratings', 'users', users, lo := 1, integer := true)
+                          AND anon_number_ok('realistic_ratings', 'items', items, lo := 1, integer := true)
+                          AND anon_number_ok('realistic_ratings', 'seed', seed, integer := true)
+                          AND anon_check(try_cast(users AS DOUBLE) * 85 > anon_limit('synthetic_rows'),
+                                         'realistic_ratings', 'users', 'times 85 (the expected ratings a person) must be at most '
+                                         || anon_limit('synthetic_rows')::VARCHAR || ' (a bound on the work it sizes), got '
+                                         || anon_shown(users)),
+                          try_cast(users AS BIGINT)))),
+draws AS (  -- the inverse of the popularity's distribution function at a uniform draw
+    SELECT record_id, n, first_day, j,
+           least(try_cast(items AS BIGINT) - 1,
+                 floor(pow(pow(60, -0.6) + anon_unit(hash(seed, record_id, j, 'i'))
+                                           * (pow(try_cast(items AS BIGINT) + 60, -0.6) - pow(60, -0.6)), -1 / 0.6) - 60))::BIGINT AS item
+    FROM people, range(2 * n + ceil(4 * n * n / try_cast(items AS BIGINT))::BIGINT + 10) AS r(j)),
+firsts AS (SELECT record_id, any_value(n) AS n, any_value(first_day) AS first_day, item, min(j) AS j
+           FROM draws GROUP BY record_id, item),
+kept AS (
+    SELECT *, floor((1 + ln(n)) * pow(anon_unit(hash(seed, record_id, item, 's')), 2))::INTEGER AS session
+    FROM firsts QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY j) <= n)
+SELECT record_id, item,
+       CASE WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.06 THEN 1
+            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.17 THEN 2
+            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.44 THEN 3
+            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.78 THEN 4 ELSE 5 END AS value,
+       DATE '1997-09-20' + first_day
+           + CASE WHEN session = 0 THEN 0
+                  ELSE floor(-ln(greatest(anon_unit(hash(seed, record_id, session, 'd')), 1e-12)) * 21 * session)::INTEGER
+                       % (214 - first_day) END AS ts
+FROM kept ORDER BY record_id, item;
+
 -- Scoreboard-RH. For every target of `aux_table` (target_id, item, value, ts: what the adversary knows) and
 -- every record of `published_table` (record_id, item, value, ts) holding an item the target rated:
 --   score = sum over the target's items of wt(i) * Sim, wt(i) = 1 / ln |supp(i)| (supp: rows holding

@@ -70,6 +70,7 @@ PLAIN_CLIENT_CALLS = {
     "check_localities": "SELECT 1 FROM (SELECT count(*) FROM check_localities('p', 'age', 'locs'))",
     "synthetic_ratings": "SELECT * FROM synthetic_ratings(50, items := 40, ratings_per_user := 10)",
     "synthetic_aux": "SELECT * FROM synthetic_aux('ratings', 5, known_items := 3)",
+    "realistic_ratings": "SELECT * FROM realistic_ratings(20)",
     "deanonymize": "SELECT * FROM deanonymize('ratings', 'aux')",
     "deanonymize_evaluate": "SELECT * FROM deanonymize_evaluate('ratings', 'aux', 'truth')",
     "linkage_nearest": "SELECT * FROM linkage_nearest('p', 'p', ['age', 'zip'], 'id')",

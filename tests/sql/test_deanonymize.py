@@ -188,3 +188,63 @@ def test_mondrian_release_of_ratings_still_reidentifies(con):
              for t in ("ratings", "rel", "rel_typed")}
     assert rates["rel"] == pytest.approx(rates["rel_typed"])
     assert 0.5 < rates["rel"] <= rates["ratings"]
+
+
+# realistic_ratings(): the shape of public movie ratings, recomputed here in plain SQL over its output.
+
+@pytest.fixture(scope="module")
+def realistic(module_con):
+    module_con.execute("CREATE TABLE realistic AS SELECT * FROM realistic_ratings(1000, seed := 3)")
+    return module_con
+
+
+def test_realistic_ratings_are_records_of_distinct_items(realistic):
+    people, repeats, outside = realistic.execute("""
+        SELECT count(DISTINCT record_id),
+               (SELECT count(*) FROM (SELECT record_id, item FROM realistic GROUP BY ALL HAVING count(*) > 1)),
+               count(*) FILTER (WHERE item NOT BETWEEN 0 AND 1681 OR value NOT BETWEEN 1 AND 5
+                                OR ts NOT BETWEEN DATE '1997-09-20' AND DATE '1997-09-20' + 213)
+        FROM realistic""").fetchall()[0]
+    assert (people, repeats, outside) == (1000, 0, 0)
+
+
+def test_realistic_activity_is_long_tailed(realistic):
+    least, median, mean, most = realistic.execute(
+        "SELECT min(n), median(n), avg(n), max(n) FROM (SELECT count(*) AS n FROM realistic GROUP BY record_id)").fetchall()[0]
+    assert least >= 20 and 55 <= median <= 75 and mean > median + 10 and 400 <= most <= 740
+
+
+def test_realistic_item_popularity_is_long_tailed(realistic):
+    top, median, rare, rho = realistic.execute("""
+        SELECT max(n), median(n), count(*) FILTER (WHERE n < 5), corr(item, n)
+        FROM (SELECT item, count(*) AS n FROM realistic GROUP BY item)""").fetchall()[0]
+    assert top > 400 and median < 40 and rare >= 20  # one item rated by most, most items by few
+    assert rho < -0.3  # low ids popular
+
+
+def test_realistic_ratings_are_skewed_and_independent_of_the_item(realistic):
+    shares = dict(realistic.execute(
+        "SELECT value, count(*) / sum(count(*)) OVER () FROM realistic GROUP BY value").fetchall())
+    for value, expected in {1: 0.06, 2: 0.11, 3: 0.27, 4: 0.34, 5: 0.22}.items():
+        assert abs(shares[value] - expected) < 0.01
+    # draws of one row come from hashes differing in a tag: they must not correlate
+    assert abs(realistic.execute("SELECT corr(item, value) FROM realistic").fetchall()[0][0]) < 0.03
+
+
+def test_realistic_dates_come_in_bursts(realistic):
+    days, first_share, per_person = realistic.execute("""
+        SELECT (SELECT count(DISTINCT ts) FROM realistic),
+               median(top / total), median(dates)
+        FROM (SELECT record_id, max(n) AS top, sum(n) AS total, count(*) AS dates
+              FROM (SELECT record_id, ts, count(*) AS n FROM realistic GROUP BY ALL) GROUP BY record_id)""").fetchall()[0]
+    assert days == 214  # every day of the window is someone's
+    assert first_share > 0.3 and 2 <= per_person <= 10  # most of a record on one day, a few days each
+
+
+def test_realistic_ratings_follow_the_seed_and_fit_small_item_sets(con):
+    one = con.execute("SELECT * FROM realistic_ratings(30, seed := 1) ORDER BY ALL").fetchall()
+    assert one == con.execute("SELECT * FROM realistic_ratings(30, seed := 1) ORDER BY ALL").fetchall()
+    assert one != con.execute("SELECT * FROM realistic_ratings(30, seed := 2) ORDER BY ALL").fetchall()
+    sizes = con.execute("SELECT min(n), max(n), max(top) FROM (SELECT count(*) AS n, max(item) AS top "
+                        "FROM realistic_ratings(50, items := 5) GROUP BY record_id)").fetchall()[0]
+    assert sizes == (2, 2, 4)  # 44 % of 5 items, within the item ids

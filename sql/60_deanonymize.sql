@@ -38,7 +38,9 @@ CREATE OR REPLACE MACRO anon_unit(h) AS hash(h)::DOUBLE / 18446744073709551616.0
 --   activity   20 + a log-normal number of ratings a person (median 65, mean about 85), at most 44 % of
 --              the items and at most 2,000;
 --   items      distinct within a record, drawn by Zipf-Mandelbrot popularity (density ~ (rank + 60)^-1.6:
---              low ids popular, a long tail of items few people rate);
+--              a long tail of items few people rate); a popularity rank is an item id in a seeded order,
+--              so neighbouring ids are no closer in popularity than any two (in real catalogues an id
+--              says little of how often the item is rated);
 --   ratings    1..5, skewed: 6, 11, 27, 34 and 21 %;
 --   dates      214 days from 1997-09-20, in bursts: a person rates in 1 + ln(ratings) sessions, most
 --              ratings in the first, the later ones days to weeks apart.
@@ -55,17 +57,21 @@ people AS (
     FROM range(anon_after(anon_number_ok('realistic_ratings', 'users', users, lo := 1, integer := true)
                           AND anon_number_ok('realistic_ratings', 'items', items, lo := 1, integer := true)
                           AND anon_number_ok('realistic_ratings', 'seed', seed, integer := true)
+                          AND anon_at_most('realistic_ratings', 'items', items, 'synthetic_items')
                           AND anon_check(try_cast(users AS DOUBLE) * 85 > anon_limit('synthetic_rows'),
                                          'realistic_ratings', 'users', 'times 85 (the expected ratings a person) must be at most '
                                          || anon_limit('synthetic_rows')::VARCHAR || ' (a bound on the work it sizes), got '
                                          || anon_shown(users)),
                           try_cast(users AS BIGINT)))),
-draws AS (  -- the inverse of the popularity's distribution function at a uniform draw
+ids AS (SELECT range AS popularity_rank, row_number() OVER (ORDER BY hash(seed, range, 'id'), range) - 1 AS item
+        FROM range(try_cast(items AS BIGINT))),
+ranks AS (  -- the inverse of the popularity's distribution function at a uniform draw
     SELECT record_id, n, first_day, j,
            least(try_cast(items AS BIGINT) - 1,
                  floor(pow(pow(60, -0.6) + anon_unit(hash(seed, record_id, j, 'i'))
-                                           * (pow(try_cast(items AS BIGINT) + 60, -0.6) - pow(60, -0.6)), -1 / 0.6) - 60))::BIGINT AS item
+                                           * (pow(try_cast(items AS BIGINT) + 60, -0.6) - pow(60, -0.6)), -1 / 0.6) - 60))::BIGINT AS popularity_rank
     FROM people, range(2 * n + ceil(4 * n * n / try_cast(items AS BIGINT))::BIGINT + 10) AS r(j)),
+draws AS (SELECT r.*, ids.item FROM ranks r JOIN ids USING (popularity_rank)),
 firsts AS (SELECT record_id, any_value(n) AS n, any_value(first_day) AS first_day, item, min(j) AS j
            FROM draws GROUP BY record_id, item),
 kept AS (

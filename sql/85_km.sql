@@ -93,9 +93,17 @@ FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JO
 --   items_suppressed  share of the distinct values of the first item column that no released label covers
 --                     (neither the value, nor one of its ancestors, nor the root '*');
 --   popularity_spearman  Spearman's rank correlation, over those values, of their rows in the source and
---                     their released popularity: the released rows whose label covers the value (a value
---                     generalized to its genre gets the genre's rows). Ties take their mean rank; NULL when
---                     either side is constant (say, every value released as the root).
+--                     their released popularity: what an analyst reading the release assigns the value, its
+--                     exact rows plus, for each released label covering it, the label's rows shared evenly
+--                     among the label's leaves (a genre of 3 items released 30 times gives each 10). Ties
+--                     take their mean rank; NULL when either side is constant (say, every value released
+--                     as the root).
+--   top100_kept       the share of the first item column's 100 most frequent source values (all of them
+--                     when there are fewer; with the values tied at the 100th place: T of them) that the
+--                     released popularity also puts among its T most popular whatever order its ties take:
+--                     a value tied with others across that place, or released nowhere, is not kept;
+--   exact_rows        per item column (a MAP from its name): the share of the source's rows whose value a
+--                     released row shows exactly (a label that is one of the column's source values).
 -- km_measures() checks the arguments and passes them on.
 CREATE OR REPLACE MACRO anon_km_measures(source_table, release_table, items, hierarchies) AS TABLE
 WITH
@@ -107,23 +115,47 @@ first_before AS (SELECT COLUMNS([items[1]])::VARCHAR AS v, count(*) AS n FROM qu
 first_after AS (SELECT label AS v, n FROM ncp WHERE col = 0),
 paths AS (SELECT leaf, path FROM anon_hierarchy_leaves('km_measures', anon_hierarchy_sql('km_measures', hierarchies, items))
           WHERE qi = lower(items[1])),
-covers AS (  -- (source value, rows of a released label covering it): the value itself or the root '*' ...
-    SELECT b.v, g.n FROM first_before b JOIN first_after g ON g.v IS NOT DISTINCT FROM b.v OR g.v = '*'
+node_leaves AS (SELECT node, count(*) AS leaves FROM (SELECT unnest(path[2:]) AS node FROM paths) GROUP BY node),
+covers AS (  -- (source value, its share of a released label covering it): the value itself ...
+    SELECT b.v, g.n::DOUBLE AS n FROM first_before b JOIN first_after g ON g.v IS NOT DISTINCT FROM b.v
+    UNION ALL  -- ... the root '*' (over the hierarchy's leaves, else the source's values) ...
+    SELECT b.v, g.n / coalesce((SELECT leaves FROM node_leaves WHERE node = '*'), (SELECT count(*) FROM first_before))
+    FROM first_before b JOIN first_after g ON g.v = '*'
     UNION ALL  -- ... or an ancestor on its hierarchy path
-    SELECT p.leaf, g.n FROM (SELECT leaf, unnest(path[2:]) AS node FROM paths) p JOIN first_after g ON g.v = p.node
+    SELECT p.leaf, g.n / nl.leaves
+    FROM (SELECT leaf, unnest(path[2:]) AS node FROM paths) p JOIN first_after g ON g.v = p.node
+         JOIN node_leaves nl ON nl.node = p.node
     WHERE g.v <> '*'),
 covered AS (
     SELECT b.v, b.n, coalesce(sum(c.n), 0) AS kept, coalesce(sum(c.n), 0) > 0 AS covered
     FROM first_before b LEFT JOIN covers c ON c.v IS NOT DISTINCT FROM b.v GROUP BY b.v, b.n),
 ranked AS (
     SELECT (rank() OVER (ORDER BY n) + rank() OVER (ORDER BY n) + count(*) OVER (PARTITION BY n) - 1) / 2.0 AS before_rank,
-           (rank() OVER (ORDER BY kept) + rank() OVER (ORDER BY kept) + count(*) OVER (PARTITION BY kept) - 1) / 2.0 AS after_rank
-    FROM covered)
+           (rank() OVER (ORDER BY kept) + rank() OVER (ORDER BY kept) + count(*) OVER (PARTITION BY kept) - 1) / 2.0 AS after_rank,
+           -- values more frequent in the source; values at least as popular in the release (itself included)
+           rank() OVER (ORDER BY n DESC) - 1 AS above,
+           rank() OVER (ORDER BY kept DESC) - 1 + count(*) OVER (PARTITION BY kept) AS at_least,
+           least(100, count(*) OVER ()) AS top, kept
+    FROM covered),
+source_values AS (  -- per item column (0-based), its distinct source values as text
+    SELECT DISTINCT col, v
+    FROM (SELECT unnest(range(len(items))) AS col, unnest(list_value(*COLUMNS(items))) AS v
+          FROM (SELECT COLUMNS(items)::VARCHAR FROM query_table(source_table)))),
+exact AS (  -- per item column, the released rows showing a source value exactly
+    SELECT c.col, coalesce(sum(l.n) FILTER (WHERE sv.col IS NOT NULL), 0) AS n
+    FROM (SELECT unnest(range(len(items))) AS col) c
+    LEFT JOIN ncp l ON l.col = c.col
+    LEFT JOIN source_values sv ON sv.col = l.col AND sv.v IS NOT DISTINCT FROM l.label
+    GROUP BY c.col)
 SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_rows - c.release_rows)) / nullif(c.source_rows, 0)
            AS information_loss,
        (c.source_rows - c.release_rows) / nullif(c.source_rows, 0) AS rows_suppressed,
        (SELECT count(*) FILTER (WHERE NOT covered) / nullif(count(*), 0) FROM covered) AS items_suppressed,
-       (SELECT CASE WHEN NOT isnan(r) THEN r END FROM (SELECT corr(before_rank, after_rank) AS r FROM ranked)) AS popularity_spearman
+       (SELECT CASE WHEN NOT isnan(r) THEN r END FROM (SELECT corr(before_rank, after_rank) AS r FROM ranked)) AS popularity_spearman,
+       (SELECT count(*) FILTER (WHERE at_least <= size AND kept > 0) / nullif(any_value(size), 0)
+        FROM (SELECT *, count(*) OVER () AS size FROM ranked WHERE above < top)) AS top100_kept,
+       (SELECT map_from_entries(list({'key': items[col + 1], 'value': n / nullif(c.source_rows, 0)} ORDER BY col))
+        FROM exact) AS exact_rows
 FROM counts c;
 
 CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL) AS TABLE

@@ -50,6 +50,7 @@ CASES = [  # (function, argument, call)
     ("synthetic_ratings", "users", sql("SELECT count(*) FROM synthetic_ratings(1000000, ratings_per_user := 1000)")),
     ("realistic_ratings", "users", sql("SELECT count(*) FROM realistic_ratings(1000000000000)")),
     ("realistic_ratings", "users", sql("SELECT count(*) FROM realistic_ratings(1000000)")),
+    ("realistic_ratings", "items", sql("SELECT count(*) FROM realistic_ratings(10, items := 1000000000000)")),
     ("synthetic_aux", "days_noise", sql(f"SELECT * FROM synthetic_aux('r', 5, days_noise := {HUGE})")),
     ("synthetic_aux", "value_noise", sql(f"SELECT * FROM synthetic_aux('r', 5, value_noise := {HUGE})")),
 ]

@@ -105,7 +105,8 @@ def test_one_rare_genre_costs_its_one_row_and_nothing_else(kcon):
     expected = source[source["item"] != "6"]
     assert sorted(map(tuple, release.values.tolist())) == sorted(map(tuple, expected.values.tolist()))
     loss, rows_out, items_out, spearman = kcon.execute(
-        "SELECT * FROM km_measures('rg', 'rg_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
+        "SELECT information_loss, rows_suppressed, items_suppressed, popularity_spearman "
+        "FROM km_measures('rg', 'rg_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
     assert loss == pytest.approx(1 / 61) and rows_out == pytest.approx(1 / 61)
     assert items_out == pytest.approx(1 / 7)
     before = source["item"].value_counts()
@@ -120,9 +121,10 @@ def test_generalized_labels_are_measured_by_the_leaves_they_stand_for(kcon):
     kcon.execute("DROP TABLE IF EXISTS gl_out")
     km_anonymize(kcon, "gl", person="person", items=["item"], k=3, m=1, hierarchies={"item": "genres"}, person_output="raw", into="gl_out")
     assert kcon.execute("SELECT list(DISTINCT item), count(*) FROM gl_out").fetchall()[0] == (["g0"], 6)
-    loss, rows_out, items_out, _ = kcon.execute(
-        "SELECT * FROM km_measures('gl', 'gl_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
-    assert loss == pytest.approx(3 / 7) and rows_out == 0 and items_out == 0
+    loss, rows_out, items_out, exact = kcon.execute(
+        "SELECT information_loss, rows_suppressed, items_suppressed, exact_rows "
+        "FROM km_measures('gl', 'gl_out', ['item'], hierarchies := {'item': 'genres'})").fetchall()[0]
+    assert loss == pytest.approx(3 / 7) and rows_out == 0 and items_out == 0 and exact == {"item": 0.0}
 
 
 def mean_ranks(values: list) -> list[float]:
@@ -145,12 +147,15 @@ def spearman(xs: list, ys: list):
 
 
 def released_popularity(source_items: list, released_labels: list) -> tuple[list, list]:
-    """Per distinct source value: its source rows, and the released rows whose label covers it (the value,
-    one of its genres, or the root)."""
+    """Per distinct source value: its source rows, and its released popularity: each released row whose
+    label covers it (the value, its genre, or the root) counts one over the leaves the label stands for."""
     genre_paths = {str(i): [str(i), g, "*"] for i, g in GENRES.items()}
+    leaves = Counter(node for path in genre_paths.values() for node in path[1:])
     values = sorted(set(source_items), key=repr)
     before = [source_items.count(v) for v in values]
-    after = [sum(label in ancestors(v, genre_paths) or label == "*" for label in released_labels) for v in values]
+    after = [sum(1.0 if label == v else 1 / leaves[label] for label in released_labels
+                 if label == v or (label != v and label in ancestors(v, genre_paths) - {v}) or label == "*")
+             for v in values]
     return before, after
 
 
@@ -168,6 +173,77 @@ def test_popularity_spearman_ranks_source_rows_against_the_labels_covering_them(
     released = [r[0] for r in kcon.execute("SELECT item FROM ps_out").fetchall()]
     expected = spearman(*released_popularity(source, released))
     assert (measured is None) == (expected is None) and (expected is None or measured == pytest.approx(expected))
+
+
+def top_kept(source_items: list, released_labels: list, top: int = 100) -> float | None:
+    """top100_kept by hand: the source's `top` most frequent values (T of them with the ties at the last
+    place) that every order of the released popularity's ties puts among its T most popular."""
+    values = sorted(set(source_items), key=repr)
+    before, after = released_popularity(source_items, released_labels)
+    n = dict(zip(values, before))
+    kept = dict(zip(values, after))
+    cut = min(top, len(values))
+    leaders = [v for v in values if sum(n[w] > n[v] for w in values) < cut]
+    if not leaders:
+        return None
+    return sum(kept[v] > 0 and sum(kept[w] >= kept[v] for w in values) <= len(leaders) for v in leaders) / len(leaders)
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(0, 9), st.one_of(st.none(), st.integers(0, 6)), st.integers(1, 3)),
+                     min_size=2, max_size=40),
+       k=st.integers(2, 4), m=st.integers(1, 2))
+def test_exact_rows_and_top_kept_match_a_count_by_hand(kcon, rows, k, m):
+    """exact_rows: per item column, the share of source rows a released row shows as a source value;
+    top100_kept: the leaders (fewer than 100 values here: all of them) whose released popularity places
+    them among the leaders whatever order its ties take."""
+    kcon.execute("CREATE OR REPLACE TABLE ex AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
+                 "unnest(?::INTEGER[]) AS item, unnest(?::INTEGER[]) AS band)",
+                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
+    kcon.execute("DROP TABLE IF EXISTS ex_out")
+    km_anonymize(kcon, "ex", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"},
+                 person_output="raw", into="ex_out")
+    exact, kept = kcon.execute("SELECT exact_rows, top100_kept FROM km_measures('ex', 'ex_out', ['item', 'band'], "
+                               "hierarchies := {'item': 'genres'})").fetchall()[0]
+    release = kcon.execute("SELECT item, band FROM ex_out").fetchall()
+    for column, position in (("item", 1), ("band", 2)):
+        values = {None if r[position] is None else str(r[position]) for r in rows}
+        shown = sum(label[position - 1] in values for label in release)
+        assert exact[column] == pytest.approx(shown / len(rows))
+    source = [None if i is None else str(i) for _, i, _ in rows]
+    expected = top_kept(source, [label[0] for label in release])
+    assert kept == pytest.approx(expected)
+    assert top_kept(source, source, 2) == 1.0  # the source itself keeps its leaders, ties across the cut and all
+
+
+def test_top_kept_on_realistic_ratings_matches_a_count_by_hand(kcon):
+    """Over a thousand items, generalized into ranges of 10 and 100: the released popularity ties every
+    item of a range, so the cut at the 100th place decides which leaders are kept."""
+    kcon.execute("CREATE OR REPLACE TABLE rr AS SELECT record_id, item FROM realistic_ratings(200, seed := 6)")
+    kcon.execute("CREATE OR REPLACE TABLE h_rr AS SELECT * FROM hierarchy_intervals('rr', 'item', [10, 100])")
+    kcon.execute("DROP TABLE IF EXISTS rr_out")
+    km_anonymize(kcon, "rr", person="record_id", items=["item"], k=8, m=2, hierarchies={"item": "h_rr"},
+                 person_output="raw", into="rr_out")
+    kept = kcon.execute("SELECT top100_kept FROM km_measures('rr', 'rr_out', ['item'], hierarchies := {'item': 'h_rr'})"
+                        ).fetchall()[0][0]
+    paths = {leaf: path for leaf, path in kcon.execute("SELECT leaf, path FROM h_rr").fetchall()}
+    source = [str(i) for (i,) in kcon.execute("SELECT item FROM rr").fetchall()]
+    released = Counter(label for (label,) in kcon.execute("SELECT item FROM rr_out").fetchall())
+    n = Counter(source)
+    leaves = Counter(node for path in paths.values() for node in path[1:])
+    popularity = {v: released[v] + sum(released[node] / leaves[node] for node in paths[v][1:]) for v in n}
+    leaders = [v for v in n if sum(n[w] > n[v] for w in n) < 100]
+    expected = sum(popularity[v] > 0 and sum(popularity[w] >= popularity[v] for w in n) <= len(leaders)
+                   for v in leaders) / len(leaders)
+    assert len(n) > 500 and 0 < expected < 1  # the cut matters
+    assert kept == pytest.approx(expected)
+
+
+def test_a_release_of_the_source_itself_keeps_every_row_exact_and_every_leader(kcon):
+    kcon.execute("CREATE OR REPLACE TABLE same AS SELECT * FROM realistic_ratings(60, seed := 4)")
+    kept, exact, spearman = kcon.execute("SELECT top100_kept, exact_rows, popularity_spearman "
+                                         "FROM km_measures('same', 'same', ['item', 'value', 'ts'])").fetchall()[0]
+    assert kept == 1.0 and exact == {"item": 1.0, "value": 1.0, "ts": 1.0} and spearman == pytest.approx(1.0)
 
 
 def test_popularity_spearman_is_defined_when_every_item_is_generalized(kcon):

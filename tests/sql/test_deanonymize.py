@@ -219,7 +219,7 @@ def test_realistic_item_popularity_is_long_tailed(realistic):
         SELECT max(n), median(n), count(*) FILTER (WHERE n < 5), corr(item, n)
         FROM (SELECT item, count(*) AS n FROM realistic GROUP BY item)""").fetchall()[0]
     assert top > 400 and median < 40 and rare >= 20  # one item rated by most, most items by few
-    assert rho < -0.3  # low ids popular
+    assert abs(rho) < 0.1  # an id says nothing of its popularity
 
 
 def test_realistic_ratings_are_skewed_and_independent_of_the_item(realistic):

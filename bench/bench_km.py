@@ -52,14 +52,15 @@ def child(ratings: int, method: str, config: str) -> None:
     km_anonymize(con, "r", person="record_id", items=items, k=K, m=M, hierarchies=hierarchies,
                  into="out", strategy=method, stats=stats, person_output="raw")  # synthetic ids
     seconds = time.perf_counter() - start
-    loss, suppressed, items_out, spearman, top_kept, exact = con.execute(
-        "SELECT information_loss, rows_suppressed, items_suppressed, popularity_spearman, top100_kept, exact_rows "
-        "FROM km_measures('r', 'out', ?::VARCHAR[], hierarchies := ?::MAP(VARCHAR, VARCHAR))",
+    loss, suppressed, items_out, spearman, top_kept, exact, pair_error = con.execute(
+        "SELECT information_loss, rows_suppressed, items_suppressed, popularity_spearman, top100_kept, exact_rows, "
+        "pair_support_error FROM km_measures('r', 'out', ?::VARCHAR[], hierarchies := ?::MAP(VARCHAR, VARCHAR), "
+        "person := 'record_id')",
         [items, hierarchies]).fetchall()[0]
     print(json.dumps({"rows": rows, "people": people, "method": method, "items": ", ".join(items), "seconds": seconds,
                       "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "loss": loss,
                       "kept": 1 - suppressed, "items_out": items_out, "spearman": spearman, "top_kept": top_kept,
-                      "exact": min(exact.values()),
+                      "exact": min(exact.values()), "pair_error": pair_error,
                       "rounds": stats.get("rounds"), "passes": stats.get("passes")}))
 
 
@@ -69,21 +70,21 @@ def main(sizes: list[int]) -> None:
     print(f"k = {K}, m = {M}; threads = 2, memory_limit = {MEMORY}; load average at start: "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| ratings | people | items | method | seconds | peak RSS MB | information loss | rows kept | items suppressed "
-          "| popularity Spearman | top-100 kept | exact rows (fewest of the columns) | rounds |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| popularity Spearman | top-100 kept | exact rows (fewest of the columns) | pair support error | rounds |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for ratings in sizes:
         for config in CONFIGS if ratings <= 1_000_000 else ["full"]:  # the shared machine's hours are short
             for method in ("generalize", "suppress"):
                 done = subprocess.run([sys.executable, __file__, "--child", str(ratings), method, config], env=env,
                                       capture_output=True, text=True)
                 if done.returncode:
-                    print(f"| {ratings:,} | | {config} | {method} | failed: {done.stderr.strip().splitlines()[-1]} | | | | | | | | |")
+                    print(f"| {ratings:,} | | {config} | {method} | failed: {done.stderr.strip().splitlines()[-1]} | | | | | | | | | |")
                     continue
                 r = json.loads(done.stdout.strip().splitlines()[-1])
                 spearman = "NULL" if r["spearman"] is None else f"{r['spearman']:.3f}"
                 print(f"| {r['rows']:,} | {r['people']:,} | {r['items']} | {method} | {r['seconds']:.1f} | {r['peak_mb']:.0f} "
                       f"| {r['loss']:.3f} | {r['kept']:.1%} | {r['items_out']:.1%} | {spearman} | {r['top_kept']:.0%} "
-                      f"| {r['exact']:.1%} | {r['rounds']} |", flush=True)
+                      f"| {r['exact']:.1%} | {r['pair_error']:.3f} | {r['rounds']} |", flush=True)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

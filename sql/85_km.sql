@@ -86,6 +86,68 @@ SELECT l.col, l.label, l.n,
             ELSE CASE WHEN l.label = '*' AND (SELECT leaves FROM plain p WHERE p.col = l.col) > 1 THEN 1.0 ELSE 0.0 END END AS ncp
 FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JOIN sizes s ON s.col = l.col;
 
+-- The relative error of pair supports (Terrovitis et al.'s measure for releases of itemsets): over the
+-- source's 100 most frequent pairs of items (an item: the tuple of the `items` columns; pairs of the 300
+-- most frequent items, ties at either place included), the mean of |true - estimated| / true support, the
+-- support being the people whose record holds both. The estimate is what an analyst reads from the
+-- release: a released label tuple covering an item (each column's label the value, an ancestor on its
+-- hierarchy, or the root '*') stands for each of the tuples of leaves it covers with equal chance, 1 over
+-- their number; a person holds the item with the sum of those chances over their labels (at most 1), and a
+-- pair with the product. 0: the release keeps the pairs' supports; 1: it keeps none of them. One row, a
+-- NULL error when the source holds no pair. The release is read by its `person` column.
+CREATE OR REPLACE MACRO anon_km_pair_error(source_table, release_table, items, person, hierarchy_sql) AS TABLE
+WITH
+src AS MATERIALIZED (
+    SELECT DISTINCT p, to_json(list_value(*COLUMNS(items))) AS a, list_value(*COLUMNS(items)) AS v
+    FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM anon_read(source_table, [person] || items))
+    WHERE p IS NOT NULL),
+frequent AS (SELECT a FROM src GROUP BY a QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 300),
+top_pairs AS MATERIALIZED (
+    SELECT x.a AS a, y.a AS b, count(*) AS n
+    FROM (SELECT * FROM src WHERE a IN (SELECT a FROM frequent)) x
+    JOIN (SELECT * FROM src WHERE a IN (SELECT a FROM frequent)) y ON x.p = y.p AND x.a < y.a
+    GROUP BY x.a, y.a QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 100),
+top_items AS (SELECT DISTINCT a, v FROM src WHERE a IN (SELECT a FROM top_pairs UNION SELECT b FROM top_pairs)),
+paths AS (SELECT list_position(list_transform(items, lambda i: lower(i)), qi) - 1 AS col, leaf, path
+          FROM anon_hierarchy_leaves('km_measures', hierarchy_sql)),
+node_leaves AS (SELECT col, node, count(*) AS leaves FROM (SELECT col, unnest(path[2:]) AS node FROM paths) GROUP BY ALL),
+column_leaves AS (  -- the leaves the root stands for: the hierarchy's, else the source's distinct values
+    SELECT c.col, coalesce(any_value(nl.leaves), count(DISTINCT s.v[c.col + 1])
+                                                 + max(CASE WHEN s.v[c.col + 1] IS NULL THEN 1 ELSE 0 END)) AS leaves
+    FROM (SELECT unnest(range(len(items))) AS col) c CROSS JOIN src s
+    LEFT JOIN node_leaves nl ON nl.col = c.col AND nl.node = '*'
+    GROUP BY c.col),
+item_columns AS (SELECT t.a, c.col, t.v[c.col + 1] AS value FROM top_items t, (SELECT unnest(range(len(items))) AS col) c),
+covers AS (  -- (item, column, a label covering the item's value there, the leaves it stands for)
+    SELECT a, col, value AS label, 1 AS leaves FROM item_columns
+    UNION ALL
+    SELECT i.a, i.col, '*', cl.leaves FROM item_columns i JOIN column_leaves cl USING (col)
+    UNION ALL
+    SELECT i.a, i.col, nl.node, nl.leaves
+    FROM item_columns i JOIN (SELECT col, leaf, unnest(path[2:]) AS node FROM paths) h
+         ON h.col = i.col AND h.leaf = i.value
+    JOIN node_leaves nl ON nl.col = h.col AND nl.node = h.node
+    WHERE nl.node <> '*'),
+released AS (  -- each person's distinct label tuples
+    SELECT DISTINCT p, list_value(*COLUMNS(items)) AS labels
+    FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM anon_read(release_table, [person] || items))
+    WHERE p IS NOT NULL),
+candidates AS (  -- (top item, person, label tuple) where the first column's label covers the item's value
+    SELECT c.a, r.p, r.labels, c.leaves FROM released r JOIN covers c ON c.col = 0 AND c.label IS NOT DISTINCT FROM r.labels[1]),
+chances AS (  -- per person and top item, the chance their record holds it: the other columns must cover it too
+    SELECT a, p, least(1.0, sum(chance)) AS chance
+    FROM (SELECT x.a, x.p, x.labels, exp(-ln(any_value(x.leaves)) - coalesce(sum(ln(c.leaves)), 0)) AS chance
+          FROM candidates x
+          LEFT JOIN (SELECT * FROM covers WHERE col > 0) c
+               ON c.a = x.a AND c.label IS NOT DISTINCT FROM x.labels[c.col + 1]
+          GROUP BY x.a, x.p, x.labels HAVING count(c.col) = len(items) - 1)
+    GROUP BY a, p),
+estimated AS (
+    SELECT t.a, t.b, any_value(t.n) AS n, coalesce(sum(x.chance * y.chance), 0) AS est
+    FROM top_pairs t LEFT JOIN chances x ON x.a = t.a LEFT JOIN chances y ON y.a = t.b AND y.p = x.p
+    GROUP BY t.a, t.b)
+SELECT avg(abs(n - est) / n) AS pair_support_error FROM estimated;
+
 -- One row of what a k^m release lost against its source:
 --   information_loss  Terrovitis' NCP per row (the mean over the item columns), a suppressed row counting 1,
 --                     averaged over the source's rows (0: nothing lost, 1: nothing left);
@@ -103,9 +165,11 @@ FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JO
 --                     released popularity also puts among its T most popular whatever order its ties take:
 --                     a value tied with others across that place, or released nowhere, is not kept;
 --   exact_rows        per item column (a MAP from its name): the share of the source's rows whose value a
---                     released row shows exactly (a label that is one of the column's source values).
+--                     released row shows exactly (a label that is one of the column's source values);
+--   pair_support_error  anon_km_pair_error's, the records read by the `person` column of both tables
+--                     (NULL when person is NULL).
 -- km_measures() checks the arguments and passes them on.
-CREATE OR REPLACE MACRO anon_km_measures(source_table, release_table, items, hierarchies) AS TABLE
+CREATE OR REPLACE MACRO anon_km_measures(source_table, release_table, items, hierarchies, person) AS TABLE
 WITH
 ncp AS (SELECT * FROM anon_km_ncp(source_table, release_table, items,
                                   anon_hierarchy_sql('km_measures', hierarchies, items))),
@@ -155,14 +219,21 @@ SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_row
        (SELECT count(*) FILTER (WHERE at_least <= size AND kept > 0) / nullif(any_value(size), 0)
         FROM (SELECT *, count(*) OVER () AS size FROM ranked WHERE above < top)) AS top100_kept,
        (SELECT map_from_entries(list({'key': items[col + 1], 'value': n / nullif(c.source_rows, 0)} ORDER BY col))
-        FROM exact) AS exact_rows
+        FROM exact) AS exact_rows,
+       (SELECT pair_support_error  -- read by the person column; NULL without one (the branch is then dropped)
+        FROM anon_km_pair_error(source_table, release_table, items, coalesce(try_cast(person AS VARCHAR), items[1]),
+                                anon_hierarchy_sql('km_measures', hierarchies, items))
+        WHERE person IS NOT NULL AND anon_name_ok('km_measures', 'person', person, 'a column name')
+          AND (SELECT ok FROM anon_require_columns('km_measures', 'person', source_table, [person]))
+          AND (SELECT ok FROM anon_require_columns('km_measures', 'person', release_table, [person],
+                                                  table_arg := 'release_table'))) AS pair_support_error
 FROM counts c;
 
-CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL) AS TABLE
+CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL, person := NULL) AS TABLE
 SELECT * FROM anon_km_measures(
     anon_after(anon_name_ok('km_measures', 'source_table', source_table) AND anon_columns_ok('km_measures', 'items', items),
                source_table),
-    anon_after(anon_name_ok('km_measures', 'release_table', release_table), release_table), items, hierarchies);
+    anon_after(anon_name_ok('km_measures', 'release_table', release_table), release_table), items, hierarchies, person);
 
 -- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0,
 -- person_output := 'pseudonym', key_name := NULL, release_name := NULL): the release

@@ -72,6 +72,9 @@ SQL_BAD_INPUTS = [
     ("SELECT * FROM km_check('r', 'person', [], 2, 1)", "km_check", "items"),
     ("SELECT * FROM km_measures('r', NULL, ['item'])", "km_measures", "release_table"),
     ("SELECT * FROM km_measures('r', 'r', ['item'], hierarchies := {'band': 'h_bad'})", "km_measures", "hierarchies"),
+    ("SELECT * FROM km_measures('r', 'r', ['item'], person := 'nope')", "km_measures", "person"),
+    ("SELECT * FROM km_measures('r', 'r', ['item'], person := 3)", "km_measures", "person"),
+    ("SELECT * FROM km_measures('r', 'r', ['item'], person := '__anon_p')", "km_measures", "person"),
     ("SELECT * FROM hierarchy_from_parents('r')", "hierarchy_from_parents", "table_name"),
 ]
 

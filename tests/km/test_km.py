@@ -216,6 +216,77 @@ def test_exact_rows_and_top_kept_match_a_count_by_hand(kcon, rows, k, m):
     assert top_kept(source, source, 2) == 1.0  # the source itself keeps its leaders, ties across the cut and all
 
 
+def pair_support_error(source: list[tuple], release: list[tuple]) -> float | None:
+    """pair_support_error by hand, for records (person, item, band) with the genres on item and no
+    hierarchy on band: over the 100 most frequent pairs of (item, band) items (ties included; a small table's
+    items are all among its 300 most frequent), the mean of |true - estimated| / true support. A released
+    label tuple covering an item counts one over the leaves its labels stand for, a person's chance of
+    holding an item is the sum over their label tuples (at most 1), and a pair's estimate the sum over
+    people of the product of the two chances."""
+    text = lambda v: None if v is None else str(v)
+    records: dict = {}
+    for p, item, band in source:
+        records.setdefault(p, set()).add((text(item), text(band)))
+    pairs = Counter(frozenset(pair) for items in records.values() for pair in combinations(sorted(items, key=repr), 2))
+    if not pairs:
+        return None
+    top = [pair for pair, n in pairs.items() if sum(m > n for m in pairs.values()) < 100]
+    genre_paths = {str(i): [str(i), g, "*"] for i, g in GENRES.items()}
+    genre_leaves = Counter(node for path in genre_paths.values() for node in path[1:])
+    bands = {text(b) for _, _, b in source}
+
+    def leaves(column: int, value, label) -> int | None:  # the leaves `label` stands for, if it covers `value`
+        if label == value:
+            return 1
+        if label == "*":
+            return genre_leaves["*"] if column == 0 else len(bands)
+        if column == 0 and label in genre_paths.get(value, [])[1:]:
+            return genre_leaves[label]
+        return None
+
+    released: dict = {}
+    for p, item, band in release:
+        released.setdefault(p, set()).add((item, band))
+
+    def chance(labels: set, item: tuple) -> float:
+        total = 0.0
+        for g in labels:
+            counts = [leaves(c, item[c], g[c]) for c in (0, 1)]
+            if None not in counts:
+                total += 1 / (counts[0] * counts[1])
+        return min(1.0, total)
+
+    errors = []
+    for pair in top:
+        a, b = sorted(pair, key=repr)
+        estimate = sum(chance(labels, a) * chance(labels, b) for labels in released.values())
+        errors.append(abs(pairs[pair] - estimate) / pairs[pair])
+    return sum(errors) / len(errors)
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=rows_strategy, k=st.integers(2, 4), m=st.integers(1, 2))
+def test_pair_support_error_matches_a_count_by_hand(kcon, rows, k, m):
+    kcon.execute("CREATE OR REPLACE TABLE pe AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
+                 "unnest(?::INTEGER[]) AS item, unnest(?::VARCHAR[]) AS band)",
+                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
+    kcon.execute("DROP TABLE IF EXISTS pe_out")
+    km_anonymize(kcon, "pe", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"},
+                 person_output="raw", into="pe_out")
+    measured, unread = kcon.execute(
+        "SELECT (SELECT pair_support_error FROM km_measures('pe', 'pe_out', ['item', 'band'], "
+        "                                               hierarchies := {'item': 'genres'}, person := 'person')), "
+        "       (SELECT pair_support_error FROM km_measures('pe', 'pe_out', ['item', 'band']))").fetchall()[0]
+    expected = pair_support_error(rows, kcon.execute("SELECT person, item, band FROM pe_out").fetchall())
+    assert unread is None  # without a person column there are no records to read pairs from
+    assert (measured is None) == (expected is None)
+    assert expected is None or measured == pytest.approx(expected)
+    # the source itself keeps every pair's support
+    same = kcon.execute("SELECT pair_support_error FROM km_measures('pe', 'pe', ['item', 'band'], person := 'person')"
+                        ).fetchall()[0][0]
+    assert (same is None) == (expected is None) and (same is None or same == pytest.approx(0.0))
+
+
 def test_top_kept_on_realistic_ratings_matches_a_count_by_hand(kcon):
     """Over a thousand items, generalized into ranges of 10 and 100: the released popularity ties every
     item of a range, so the cut at the 100th place decides which leaders are kept."""

@@ -52,13 +52,15 @@ def child(ratings: int, method: str, config: str) -> None:
     km_anonymize(con, "r", person="record_id", items=items, k=K, m=M, hierarchies=hierarchies,
                  into="out", strategy=method, stats=stats, person_output="raw")  # synthetic ids
     seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the release's, before the measures
     loss, suppressed, items_out, spearman, top_kept, exact, pair_error = con.execute(
         "SELECT information_loss, rows_suppressed, items_suppressed, popularity_spearman, top100_kept, exact_rows, "
         "pair_support_error FROM km_measures('r', 'out', ?::VARCHAR[], hierarchies := ?::MAP(VARCHAR, VARCHAR), "
         "person := 'record_id')",
         [items, hierarchies]).fetchall()[0]
     print(json.dumps({"rows": rows, "people": people, "method": method, "items": ", ".join(items), "seconds": seconds,
-                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "loss": loss,
+                      "peak_mb": peak_mb,
+                      "measures_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "loss": loss,
                       "kept": 1 - suppressed, "items_out": items_out, "spearman": spearman, "top_kept": top_kept,
                       "exact": min(exact.values()), "pair_error": pair_error,
                       "rounds": stats.get("rounds"), "passes": stats.get("passes")}))

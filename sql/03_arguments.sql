@@ -70,12 +70,12 @@ CREATE OR REPLACE MACRO anon_number_ok(fn, arg, x, lo := NULL, hi := NULL, above
 -- entries read them here). A bound is where a realistic table stops finishing in reasonable time, or where
 -- arithmetic on the argument would overflow; the measurements behind each are in docs/install.md, "Bounds".
 --   k             2 * k must fit a BIGINT (k > rows is refused at run time)
---   km_check_m    km_check counts itemsets of up to three items
+--   km_check_m    km_check counts itemsets of up to four items, as many as km_anonymize's m
 --   synthetic_rows  users * ratings_per_user (the expected rows)
 --   noise         synthetic_aux's value_noise and days_noise (2 * noise + 1 must fit the date range)
 --   synthetic_items  realistic_ratings' items (it numbers them in a seeded order)
 CREATE OR REPLACE MACRO anon_limit(name) AS
-    CASE name WHEN 'k' THEN 1000000000 WHEN 'km_m' THEN 4 WHEN 'km_check_m' THEN 3 WHEN 'iterations' THEN 100000
+    CASE name WHEN 'k' THEN 1000000000 WHEN 'km_m' THEN 4 WHEN 'km_check_m' THEN 4 WHEN 'iterations' THEN 100000
               WHEN 'segment_size' THEN 1000 WHEN 'synthetic_users' THEN 10000000
               WHEN 'synthetic_ratings_per_user' THEN 10000 WHEN 'synthetic_rows' THEN 50000000
               WHEN 'noise' THEN 1000000 WHEN 'synthetic_items' THEN 10000000

@@ -128,20 +128,25 @@ covers AS (  -- (item, column, a label covering the item's value there, the leav
          ON h.col = i.col AND h.leaf = i.value
     JOIN node_leaves nl ON nl.col = h.col AND nl.node = h.node
     WHERE nl.node <> '*'),
-released AS (  -- each person's distinct label tuples
-    SELECT DISTINCT p, list_value(*COLUMNS(items)) AS labels
+released AS MATERIALIZED (  -- each person's distinct label tuples
+    SELECT DISTINCT p, to_json(list_value(*COLUMNS(items))) AS g, list_value(*COLUMNS(items)) AS labels
     FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM anon_read(release_table, [person] || items))
     WHERE p IS NOT NULL),
-candidates AS (  -- (top item, person, label tuple) where the first column's label covers the item's value
-    SELECT c.a, r.p, r.labels, c.leaves FROM released r JOIN covers c ON c.col = 0 AND c.label IS NOT DISTINCT FROM r.labels[1]),
-chances AS (  -- per person and top item, the chance their record holds it: the other columns must cover it too
-    SELECT a, p, least(1.0, sum(chance)) AS chance
-    FROM (SELECT x.a, x.p, x.labels, exp(-ln(any_value(x.leaves)) - coalesce(sum(ln(c.leaves)), 0)) AS chance
-          FROM candidates x
-          LEFT JOIN (SELECT * FROM covers WHERE col > 0) c
-               ON c.a = x.a AND c.label IS NOT DISTINCT FROM x.labels[c.col + 1]
-          GROUP BY x.a, x.p, x.labels HAVING count(c.col) = len(items) - 1)
-    GROUP BY a, p),
+tuples AS MATERIALIZED (  -- the distinct label tuples, far fewer than the rows: each item's chance is worked out once per tuple
+    SELECT row_number() OVER (ORDER BY g) AS tid, g, any_value(labels) AS labels FROM released GROUP BY g),
+candidates AS (  -- (top item, label tuple) where the first column's label covers the item's value
+    SELECT c.a, t.tid, c.leaves FROM tuples t JOIN covers c ON c.col = 0 AND c.label IS NOT DISTINCT FROM t.labels[1]),
+tuple_columns AS (SELECT tid, unnest(range(1, len(items))) AS col, unnest(labels[2:]) AS label FROM tuples),
+tuple_chances AS (  -- the other columns must cover the item too
+    SELECT x.a, x.tid, exp(-ln(any_value(x.leaves)) - coalesce(sum(ln(c.leaves)), 0)) AS chance
+    FROM candidates x
+    LEFT JOIN tuple_columns tc ON tc.tid = x.tid
+    LEFT JOIN covers c ON c.a = x.a AND c.col = tc.col AND c.label IS NOT DISTINCT FROM tc.label
+    GROUP BY x.a, x.tid HAVING count(c.col) = len(items) - 1),
+chances AS (  -- per person and top item, the chance their record holds it
+    SELECT x.a, r.p, least(1.0, sum(x.chance)) AS chance
+    FROM released r JOIN tuples t USING (g) JOIN tuple_chances x ON x.tid = t.tid
+    GROUP BY x.a, r.p),
 estimated AS (
     SELECT t.a, t.b, any_value(t.n) AS n, coalesce(sum(x.chance * y.chance), 0) AS est
     FROM top_pairs t LEFT JOIN chances x ON x.a = t.a LEFT JOIN chances y ON y.a = t.b AND y.p = x.p

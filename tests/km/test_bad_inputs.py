@@ -68,7 +68,7 @@ SQL_BAD_INPUTS = [
     ("SELECT * FROM km_anonymity('r', 'item', 2, 1, person := 'person', key_name := 'bkey')", "km_anonymity", "items"),
     ("SELECT * FROM km_anonymity('r', ['item'], 2, 'x', person := 'person', key_name := 'bkey')", "km_anonymity", "'m'"),
     ("SELECT * FROM km_anonymity('r', ['item'], 2, 1, person := 'nope', key_name := 'bkey')", "km_anonymity", "person"),
-    ("SELECT * FROM km_check('r', 'person', ['item'], 2, 4)", "km_check", "'m'"),
+    ("SELECT * FROM km_check('r', 'person', ['item'], 2, 5)", "km_check", "'m'"),
     ("SELECT * FROM km_check('r', 'person', [], 2, 1)", "km_check", "items"),
     ("SELECT * FROM km_measures('r', NULL, ['item'])", "km_measures", "release_table"),
     ("SELECT * FROM km_measures('r', 'r', ['item'], hierarchies := {'band': 'h_bad'})", "km_measures", "hierarchies"),

@@ -216,6 +216,26 @@ def test_exact_rows_and_top_kept_match_a_count_by_hand(kcon, rows, k, m):
     assert top_kept(source, source, 2) == 1.0  # the source itself keeps its leaders, ties across the cut and all
 
 
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=rows_strategy, k=st.integers(1, 4), m=st.integers(1, 4))
+def test_km_check_counts_what_a_count_by_hand_counts(kcon, rows, k, m):
+    """km_check on any table of records (here the source itself, rarely k^m-anonymous): the fewest people
+    holding an itemset of up to m items some record holds, and how many such itemsets fewer than k hold."""
+    kcon.execute("CREATE OR REPLACE TABLE kc AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
+                 "unnest(?::INTEGER[]) AS item, unnest(?::VARCHAR[]) AS band)",
+                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
+    least, rare = kcon.execute("SELECT min_support, rare_itemsets FROM km_check('kc', 'person', ['item', 'band'], ?, ?)",
+                               [k, m]).fetchall()[0]
+    frame = pd.DataFrame(rows, columns=["person", "item", "band"]).astype(object)
+    frame["item"] = frame["item"].map(lambda v: None if v is None else str(v))
+    held = Counter()
+    for record in records(frame, "person", ["item", "band"]).values():
+        for size in range(1, m + 1):
+            held.update(frozenset(s) for s in combinations(sorted(record, key=repr), size))
+    assert least == min(held.values())
+    assert rare == len(rare_itemsets(frame, "person", ["item", "band"], k, m))
+
+
 def pair_support_error(source: list[tuple], release: list[tuple]) -> float | None:
     """pair_support_error by hand, for records (person, item, band) with the genres on item and no
     hierarchy on band: over the 100 most frequent pairs of (item, band) items (ties included; a small table's

@@ -87,8 +87,9 @@ SELECT l.col, l.label, l.n,
 FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JOIN sizes s ON s.col = l.col;
 
 -- The relative error of pair supports (Terrovitis et al.'s measure for releases of itemsets): over the
--- source's 100 most frequent pairs of items (an item: the tuple of the `items` columns; pairs of the 300
--- most frequent items, ties at either place included), the mean of |true - estimated| / true support, the
+-- source's 100 most frequent pairs of items (an item: the tuple of the `items` columns, written as JSON;
+-- pairs of the 300 most frequent items; ties broken by that text, so that data where every pair is held
+-- once still gives 100 pairs), the mean of |true - estimated| / true support, the
 -- support being the people whose record holds both. The estimate is what an analyst reads from the
 -- release: a released label tuple covering an item (each column's label the value, an ancestor on its
 -- hierarchy, or the root '*') stands for each of the tuples of leaves it covers with equal chance, 1 over
@@ -101,12 +102,12 @@ src AS MATERIALIZED (
     SELECT DISTINCT p, to_json(list_value(*COLUMNS(items))) AS a, list_value(*COLUMNS(items)) AS v
     FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM anon_read(source_table, [person] || items))
     WHERE p IS NOT NULL),
-frequent AS (SELECT a FROM src GROUP BY a QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 300),
+frequent AS (SELECT a FROM src GROUP BY a QUALIFY row_number() OVER (ORDER BY count(*) DESC, a) <= 300),
 top_pairs AS MATERIALIZED (
     SELECT x.a AS a, y.a AS b, count(*) AS n
     FROM (SELECT * FROM src WHERE a IN (SELECT a FROM frequent)) x
     JOIN (SELECT * FROM src WHERE a IN (SELECT a FROM frequent)) y ON x.p = y.p AND x.a < y.a
-    GROUP BY x.a, y.a QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 100),
+    GROUP BY x.a, y.a QUALIFY row_number() OVER (ORDER BY count(*) DESC, x.a, y.a) <= 100),
 top_items AS (SELECT DISTINCT a, v FROM src WHERE a IN (SELECT a FROM top_pairs UNION SELECT b FROM top_pairs)),
 paths AS (SELECT list_position(list_transform(items, lambda i: lower(i)), qi) - 1 AS col, leaf, path
           FROM anon_hierarchy_leaves('km_measures', hierarchy_sql)),

@@ -176,6 +176,21 @@ def test_popularity_spearman_ranks_source_rows_against_the_labels_covering_them(
     assert (measured is None) == (expected is None) and (expected is None or measured == pytest.approx(expected))
 
 
+def records_table(kcon, name: str, rows: list[tuple], band_type: str = "VARCHAR") -> None:
+    """Table `name` of (person, item, band) rows."""
+    kcon.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
+                 f"unnest(?::INTEGER[]) AS item, unnest(?::{band_type}[]) AS band)",
+                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
+
+
+def genre_release(kcon, name: str, rows: list[tuple], k: int, m: int, band_type: str = "VARCHAR") -> None:
+    """records_table `name` and its k^m release `name`_out over (item, band), the genres on item, raw ids."""
+    records_table(kcon, name, rows, band_type)
+    kcon.execute(f"DROP TABLE IF EXISTS {name}_out")
+    km_anonymize(kcon, name, person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"},
+                 person_output="raw", into=f"{name}_out")
+
+
 def top_kept(source_items: list, released_labels: list, top: int = 100) -> float | None:
     """top100_kept by hand: the source's `top` most frequent values (T of them with the ties at the last
     place) that every order of the released popularity's ties puts among its T most popular."""
@@ -198,12 +213,7 @@ def test_exact_rows_and_top_kept_match_a_count_by_hand(kcon, rows, k, m):
     """exact_rows: per item column, the share of source rows a released row shows as a source value;
     top100_kept: the leaders (fewer than 100 values here: all of them) whose released popularity places
     them among the leaders whatever order its ties take."""
-    kcon.execute("CREATE OR REPLACE TABLE ex AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
-                 "unnest(?::INTEGER[]) AS item, unnest(?::INTEGER[]) AS band)",
-                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
-    kcon.execute("DROP TABLE IF EXISTS ex_out")
-    km_anonymize(kcon, "ex", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"},
-                 person_output="raw", into="ex_out")
+    genre_release(kcon, "ex", rows, k, m, band_type="INTEGER")
     exact, kept = kcon.execute("SELECT exact_rows, top100_kept FROM km_measures('ex', 'ex_out', ['item', 'band'], "
                                "hierarchies := {'item': 'genres'})").fetchall()[0]
     release = kcon.execute("SELECT item, band FROM ex_out").fetchall()
@@ -222,9 +232,7 @@ def test_exact_rows_and_top_kept_match_a_count_by_hand(kcon, rows, k, m):
 def test_km_check_counts_what_a_count_by_hand_counts(kcon, rows, k, m):
     """km_check on any table of records (here the source itself, rarely k^m-anonymous): the fewest people
     holding an itemset of up to m items some record holds, and how many such itemsets fewer than k hold."""
-    kcon.execute("CREATE OR REPLACE TABLE kc AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
-                 "unnest(?::INTEGER[]) AS item, unnest(?::VARCHAR[]) AS band)",
-                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
+    records_table(kcon, "kc", rows)
     least, rare = kcon.execute("SELECT min_support, rare_itemsets FROM km_check('kc', 'person', ['item', 'band'], ?, ?)",
                                [k, m]).fetchall()[0]
     frame = pd.DataFrame(rows, columns=["person", "item", "band"]).astype(object)
@@ -291,12 +299,7 @@ def pair_support_error(source: list[tuple], release: list[tuple]) -> float | Non
 @settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=rows_strategy, k=st.integers(2, 4), m=st.integers(1, 2))
 def test_pair_support_error_matches_a_count_by_hand(kcon, rows, k, m):
-    kcon.execute("CREATE OR REPLACE TABLE pe AS SELECT * FROM (SELECT unnest(?::INTEGER[]) AS person, "
-                 "unnest(?::INTEGER[]) AS item, unnest(?::VARCHAR[]) AS band)",
-                 [[p for p, _, _ in rows], [i for _, i, _ in rows], [b for _, _, b in rows]])
-    kcon.execute("DROP TABLE IF EXISTS pe_out")
-    km_anonymize(kcon, "pe", person="person", items=["item", "band"], k=k, m=m, hierarchies={"item": "genres"},
-                 person_output="raw", into="pe_out")
+    genre_release(kcon, "pe", rows, k, m)
     measured, unread = kcon.execute(
         "SELECT (SELECT pair_support_error FROM km_measures('pe', 'pe_out', ['item', 'band'], "
         "                                               hierarchies := {'item': 'genres'}, person := 'person')), "

@@ -229,7 +229,7 @@ SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_row
        (SELECT pair_support_error  -- read by the person column; NULL without one (the branch is then dropped)
         FROM anon_km_pair_error(source_table, release_table, items, coalesce(try_cast(person AS VARCHAR), items[1]),
                                 anon_hierarchy_sql('km_measures', hierarchies, items))
-        WHERE person IS NOT NULL AND anon_name_ok('km_measures', 'person', person, 'a column name')
+        WHERE person IS NOT NULL
           AND (SELECT ok FROM anon_require_columns('km_measures', 'person', source_table, [person]))
           AND (SELECT ok FROM anon_require_columns('km_measures', 'person', release_table, [person],
                                                   table_arg := 'release_table'))) AS pair_support_error
@@ -237,8 +237,8 @@ FROM counts c;
 
 CREATE OR REPLACE MACRO km_measures(source_table, release_table, items, hierarchies := NULL, person := NULL) AS TABLE
 SELECT * FROM anon_km_measures(
-    anon_after(anon_name_ok('km_measures', 'source_table', source_table) AND anon_columns_ok('km_measures', 'items', items),
-               source_table),
+    anon_after(anon_name_ok('km_measures', 'source_table', source_table) AND anon_columns_ok('km_measures', 'items', items)
+               AND (person IS NULL OR anon_name_ok('km_measures', 'person', person, 'a column name')), source_table),
     anon_after(anon_name_ok('km_measures', 'release_table', release_table), release_table), items, hierarchies, person);
 
 -- km_anonymity(table_name, items, k, m, person := NULL, hierarchies := NULL, keep := NULL, seed := 0,

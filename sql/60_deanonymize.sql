@@ -75,13 +75,11 @@ draws AS (SELECT r.*, ids.item FROM ranks r JOIN ids USING (popularity_rank)),
 firsts AS (SELECT record_id, any_value(n) AS n, any_value(first_day) AS first_day, item, min(j) AS j
            FROM draws GROUP BY record_id, item),
 kept AS (
-    SELECT *, floor((1 + ln(n)) * pow(anon_unit(hash(seed, record_id, item, 's')), 2))::INTEGER AS session
+    SELECT *, floor((1 + ln(n)) * pow(anon_unit(hash(seed, record_id, item, 's')), 2))::INTEGER AS session,
+           anon_unit(hash(seed, record_id, item, 'v')) AS u
     FROM firsts QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY j) <= n)
 SELECT record_id, item,
-       CASE WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.06 THEN 1
-            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.17 THEN 2
-            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.44 THEN 3
-            WHEN anon_unit(hash(seed, record_id, item, 'v')) < 0.78 THEN 4 ELSE 5 END AS value,
+       CASE WHEN u < 0.06 THEN 1 WHEN u < 0.17 THEN 2 WHEN u < 0.44 THEN 3 WHEN u < 0.78 THEN 4 ELSE 5 END AS value,
        DATE '1997-09-20' + first_day
            + CASE WHEN session = 0 THEN 0
                   ELSE floor(-ln(greatest(anon_unit(hash(seed, record_id, session, 'd')), 1e-12)) * 21 * session)::INTEGER

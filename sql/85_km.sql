@@ -86,6 +86,32 @@ SELECT l.col, l.label, l.n,
             ELSE CASE WHEN l.label = '*' AND (SELECT leaves FROM plain p WHERE p.col = l.col) > 1 THEN 1.0 ELSE 0.0 END END AS ncp
 FROM labels l LEFT JOIN nodes nd ON nd.col = l.col AND nd.node = l.label LEFT JOIN sizes s ON s.col = l.col;
 
+-- Per item column (col, 0-based) and distinct source value (as text; NULL is a value of its own), each label
+-- that covers the value, with the number of leaves the label stands for: the value itself (1), an ancestor
+-- on the column's hierarchy (its leaves), the root '*' (the hierarchy's leaves, else the column's distinct
+-- source values). The one home of how a released label is read back: km_measures shares a label's rows
+-- evenly among its leaves, for item popularity and for pair supports.
+CREATE OR REPLACE MACRO anon_km_covers(source_table, items, hierarchy_sql) AS TABLE
+WITH
+source_values AS (
+    SELECT DISTINCT col, v
+    FROM (SELECT unnest(range(len(items))) AS col, unnest(list_value(*COLUMNS(items))) AS v
+          FROM (SELECT COLUMNS(items)::VARCHAR FROM query_table(source_table)))),
+ancestors AS (SELECT list_position(list_transform(items, lambda i: lower(i)), qi) - 1 AS col, leaf,
+                     unnest(path[2:]) AS node
+              FROM anon_hierarchy_leaves('km_measures', hierarchy_sql)),
+node_leaves AS (SELECT col, node, count(*) AS leaves FROM ancestors GROUP BY ALL),
+root_leaves AS (SELECT s.col, coalesce(any_value(nl.leaves), count(*)) AS leaves
+                FROM source_values s LEFT JOIN node_leaves nl ON nl.col = s.col AND nl.node = '*' GROUP BY s.col)
+SELECT col, v AS value, v AS label, 1 AS leaves FROM source_values
+UNION ALL
+SELECT s.col, s.v, '*', r.leaves FROM source_values s JOIN root_leaves r USING (col)
+UNION ALL
+SELECT s.col, s.v, a.node, nl.leaves
+FROM source_values s JOIN ancestors a ON a.col = s.col AND a.leaf = s.v
+JOIN node_leaves nl ON nl.col = a.col AND nl.node = a.node
+WHERE a.node <> '*';
+
 -- The relative error of pair supports (Terrovitis et al.'s measure for releases of itemsets): over the
 -- source's 100 most frequent pairs of items (an item: the tuple of the `items` columns, written as JSON;
 -- pairs of the 300 most frequent items; ties broken by that text, so that data where every pair is held
@@ -109,26 +135,11 @@ top_pairs AS MATERIALIZED (
     JOIN (SELECT * FROM src WHERE a IN (SELECT a FROM frequent)) y ON x.p = y.p AND x.a < y.a
     GROUP BY x.a, y.a QUALIFY row_number() OVER (ORDER BY count(*) DESC, x.a, y.a) <= 100),
 top_items AS (SELECT DISTINCT a, v FROM src WHERE a IN (SELECT a FROM top_pairs UNION SELECT b FROM top_pairs)),
-paths AS (SELECT list_position(list_transform(items, lambda i: lower(i)), qi) - 1 AS col, leaf, path
-          FROM anon_hierarchy_leaves('km_measures', hierarchy_sql)),
-node_leaves AS (SELECT col, node, count(*) AS leaves FROM (SELECT col, unnest(path[2:]) AS node FROM paths) GROUP BY ALL),
-column_leaves AS (  -- the leaves the root stands for: the hierarchy's, else the source's distinct values
-    SELECT c.col, coalesce(any_value(nl.leaves), count(DISTINCT s.v[c.col + 1])
-                                                 + max(CASE WHEN s.v[c.col + 1] IS NULL THEN 1 ELSE 0 END)) AS leaves
-    FROM (SELECT unnest(range(len(items))) AS col) c CROSS JOIN src s
-    LEFT JOIN node_leaves nl ON nl.col = c.col AND nl.node = '*'
-    GROUP BY c.col),
 item_columns AS (SELECT t.a, c.col, t.v[c.col + 1] AS value FROM top_items t, (SELECT unnest(range(len(items))) AS col) c),
 covers AS (  -- (item, column, a label covering the item's value there, the leaves it stands for)
-    SELECT a, col, value AS label, 1 AS leaves FROM item_columns
-    UNION ALL
-    SELECT i.a, i.col, '*', cl.leaves FROM item_columns i JOIN column_leaves cl USING (col)
-    UNION ALL
-    SELECT i.a, i.col, nl.node, nl.leaves
-    FROM item_columns i JOIN (SELECT col, leaf, unnest(path[2:]) AS node FROM paths) h
-         ON h.col = i.col AND h.leaf = i.value
-    JOIN node_leaves nl ON nl.col = h.col AND nl.node = h.node
-    WHERE nl.node <> '*'),
+    SELECT i.a, i.col, c.label, c.leaves
+    FROM item_columns i JOIN anon_km_covers(source_table, items, hierarchy_sql) c
+         ON c.col = i.col AND c.value IS NOT DISTINCT FROM i.value),
 released AS MATERIALIZED (  -- each person's distinct label tuples
     SELECT DISTINCT p, to_json(list_value(*COLUMNS(items))) AS g, list_value(*COLUMNS(items)) AS labels
     FROM (SELECT COLUMNS([person])::VARCHAR AS p, COLUMNS(items)::VARCHAR FROM anon_read(release_table, [person] || items))
@@ -183,19 +194,11 @@ counts AS (SELECT (SELECT count(*) FROM query_table(source_table)) AS source_row
                   (SELECT count(*) FROM query_table(release_table)) AS release_rows),
 first_before AS (SELECT COLUMNS([items[1]])::VARCHAR AS v, count(*) AS n FROM query_table(source_table) GROUP BY ALL),
 first_after AS (SELECT label AS v, n FROM ncp WHERE col = 0),
-paths AS (SELECT leaf, path FROM anon_hierarchy_leaves('km_measures', anon_hierarchy_sql('km_measures', hierarchies, items))
-          WHERE qi = lower(items[1])),
-node_leaves AS (SELECT node, count(*) AS leaves FROM (SELECT unnest(path[2:]) AS node FROM paths) GROUP BY node),
-covers AS (  -- (source value, its share of a released label covering it): the value itself ...
-    SELECT b.v, g.n::DOUBLE AS n FROM first_before b JOIN first_after g ON g.v IS NOT DISTINCT FROM b.v
-    UNION ALL  -- ... the root '*' (over the hierarchy's leaves, else the source's values) ...
-    SELECT b.v, g.n / coalesce((SELECT leaves FROM node_leaves WHERE node = '*'), (SELECT count(*) FROM first_before))
-    FROM first_before b JOIN first_after g ON g.v = '*'
-    UNION ALL  -- ... or an ancestor on its hierarchy path
-    SELECT p.leaf, g.n / nl.leaves
-    FROM (SELECT leaf, unnest(path[2:]) AS node FROM paths) p JOIN first_after g ON g.v = p.node
-         JOIN node_leaves nl ON nl.node = p.node
-    WHERE g.v <> '*'),
+label_covers AS MATERIALIZED (
+    SELECT * FROM anon_km_covers(source_table, items, anon_hierarchy_sql('km_measures', hierarchies, items))),
+covers AS (  -- (source value, its share of the rows of a released label covering it)
+    SELECT c.value AS v, g.n / c.leaves AS n
+    FROM label_covers c JOIN first_after g ON g.v IS NOT DISTINCT FROM c.label WHERE c.col = 0),
 covered AS (
     SELECT b.v, b.n, coalesce(sum(c.n), 0) AS kept, coalesce(sum(c.n), 0) > 0 AS covered
     FROM first_before b LEFT JOIN covers c ON c.v IS NOT DISTINCT FROM b.v GROUP BY b.v, b.n),
@@ -207,15 +210,12 @@ ranked AS (
            rank() OVER (ORDER BY kept DESC) - 1 + count(*) OVER (PARTITION BY kept) AS at_least,
            least(100, count(*) OVER ()) AS top, kept
     FROM covered),
-source_values AS (  -- per item column (0-based), its distinct source values as text
-    SELECT DISTINCT col, v
-    FROM (SELECT unnest(range(len(items))) AS col, unnest(list_value(*COLUMNS(items))) AS v
-          FROM (SELECT COLUMNS(items)::VARCHAR FROM query_table(source_table)))),
-exact AS (  -- per item column, the released rows showing a source value exactly
+exact AS (  -- per item column, the released rows showing a source value exactly (a label that is a value)
     SELECT c.col, coalesce(sum(l.n) FILTER (WHERE sv.col IS NOT NULL), 0) AS n
     FROM (SELECT unnest(range(len(items))) AS col) c
     LEFT JOIN ncp l ON l.col = c.col
-    LEFT JOIN source_values sv ON sv.col = l.col AND sv.v IS NOT DISTINCT FROM l.label
+    LEFT JOIN (SELECT col, value FROM label_covers WHERE label IS NOT DISTINCT FROM value) sv
+         ON sv.col = l.col AND sv.value IS NOT DISTINCT FROM l.label
     GROUP BY c.col)
 SELECT ((SELECT coalesce(sum(n * ncp), 0) FROM ncp) / len(items) + (c.source_rows - c.release_rows)) / nullif(c.source_rows, 0)
            AS information_loss,

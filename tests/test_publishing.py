@@ -204,7 +204,10 @@ def test_two_releases_with_their_own_pseudonyms_are_stored_in_unrelated_orders(d
         positions.append({i: float(np.mean(p)) for i, p in spots.items()})
     common = sorted(set(positions[0]) & set(positions[1]))
     assert len(common) >= 2000
-    assert abs(spearman(np.array([positions[0][i] for i in common]), np.array([positions[1][i] for i in common]))) < 0.05
+    # unrelated orders: within 4 standard errors of 0 (1 / sqrt(n - 1) for Spearman's rho); the keys are fresh
+    # each run, so a fixed 0.05 (2.2 standard errors at 2,000 people) failed about one run in 35
+    rho = spearman(np.array([positions[0][i] for i in common]), np.array([positions[1][i] for i in common]))
+    assert abs(rho) < 4 / np.sqrt(len(common) - 1)
 
 
 def test_no_table_or_view_the_package_made_holds_a_raw_identifier(db):
